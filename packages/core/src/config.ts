@@ -1,0 +1,47 @@
+import { z } from 'zod';
+
+const flag = z
+  .enum(['0', '1', 'true', 'false', ''])
+  .default('0')
+  .transform((v) => v === '1' || v === 'true');
+
+/**
+ * Every setting, validated once at the entry point (Node host or Deno entrypoint) and then
+ * passed down. Core code never reads the environment itself.
+ */
+export const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+  HOST: z.string().default('0.0.0.0'),
+  DATA_DIR: z.string().min(1).default('.data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// URL')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Set to 0 behind a transaction pooler (PgBouncer, Supavisor on :6543): no named prepared statements. */
+  DATABASE_PREPARE: flag.default(true),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'REDIS_URL must be a redis:// or rediss:// URL')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** Derives the API-key pepper and the webhook-secret sealing key. Required with DATABASE_URL. */
+  SIGHTLINE_SECRET: z.string().min(32, 'SIGHTLINE_SECRET must be at least 32 characters').optional(),
+  ALLOW_PRIVATE_WEBHOOKS: flag,
+  /** Create and print a demo partner on an empty database (npm start). */
+  DEMO_PARTNER: flag.default(true),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+/** Parses an environment record; throws one readable error listing every bad setting. */
+export function parseEnv(env: Record<string, string | undefined>): Env {
+  const result = EnvSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return result.data;
+}

@@ -1,0 +1,46 @@
+import postgres from 'postgres';
+import type { Database, Sql, SqlValue } from './db.ts';
+
+export interface PostgresOptions {
+  url: string;
+  /** Connections in the pool. */
+  max: number;
+  /** Named prepared statements; turn off behind a transaction pooler (PgBouncer, Supavisor :6543). */
+  prepare: boolean;
+}
+
+type PgSql = postgres.Sql | postgres.TransactionSql;
+
+function wrap(pg: PgSql): Sql & { exec(script: string): Promise<void> } {
+  const run = <T extends object>(strings: TemplateStringsArray, ...values: SqlValue[]): Promise<T[]> =>
+    pg(strings, ...(values as postgres.ParameterOrFragment<never>[])) as unknown as Promise<T[]>;
+  return Object.assign(run, {
+    begin: <T>(fn: (tx: Sql) => Promise<T>): Promise<T> => {
+      if (!('begin' in pg)) {
+        // Nested transaction: a savepoint keeps the caller's transaction intact on failure.
+        return (pg as postgres.TransactionSql).savepoint((sp) => fn(wrap(sp))) as Promise<T>;
+      }
+      return (pg as postgres.Sql).begin((tx) => fn(wrap(tx))) as Promise<T>;
+    },
+    exec: async (script: string): Promise<void> => {
+      await pg.unsafe(script);
+    },
+  });
+}
+
+/** A Database on a real Postgres server through postgres.js. */
+export function connectPostgres(opts: PostgresOptions): Database {
+  const pg = postgres(opts.url, {
+    max: opts.max,
+    prepare: opts.prepare,
+    onnotice: () => {},
+    // Keep connections from piling up across edge-function instances.
+    idle_timeout: 20,
+    connect_timeout: 10,
+  });
+  const sql = wrap(pg);
+  return Object.assign(sql, {
+    kind: 'postgres' as const,
+    close: () => pg.end({ timeout: 5 }),
+  });
+}

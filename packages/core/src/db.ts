@@ -1,0 +1,59 @@
+/**
+ * The database port. Core code talks SQL through tagged templates only (values always travel as
+ * parameters), against either postgres.js (a real server) or PGlite (embedded); both adapters
+ * implement this interface, so verbs never know which one they run on.
+ *
+ * Conventions that keep the two drivers byte-identical: bigint/numeric results are cast to
+ * int/float8 in SQL, JSON parameters are passed as text and cast with ::jsonb, and timestamps
+ * come back as Date.
+ */
+export type SqlValue = string | number | boolean | null | Date;
+export type Row = Record<string, unknown>;
+
+export interface Sql {
+  <T extends object = Row>(strings: TemplateStringsArray, ...values: SqlValue[]): Promise<T[]>;
+  /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
+  begin<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
+}
+
+export interface Database extends Sql {
+  readonly kind: 'postgres' | 'pglite';
+  /** Runs a multi-statement script (migrations) with no parameters. */
+  exec(script: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Migration {
+  name: string;
+  sql: string;
+}
+
+/**
+ * Applies forward-only migrations in name order, each in its own transaction, exactly once.
+ * An advisory lock makes concurrent starts (two replicas) safe.
+ */
+export async function migrate(db: Database, migrations: Migration[]): Promise<string[]> {
+  const applied: string[] = [];
+  await db.exec(`create table if not exists schema_migrations (
+    name text primary key, applied_at timestamptz not null default now())`);
+  const sorted = [...migrations].sort((a, b) => a.name.localeCompare(b.name));
+  await db.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(7311995001)`;
+    const done = new Set((await tx<{ name: string }>`select name from schema_migrations`).map((r) => r.name));
+    for (const m of sorted) {
+      if (done.has(m.name)) continue;
+      await execIn(tx, db, m.sql);
+      await tx`insert into schema_migrations (name) values (${m.name})`;
+      applied.push(m.name);
+    }
+  });
+  return applied;
+}
+
+/** Transactions created by adapters carry an `exec` so scripts run inside them. */
+type ExecCapable = Sql & { exec?: (script: string) => Promise<void> };
+
+async function execIn(tx: ExecCapable, db: Database, script: string): Promise<void> {
+  if (tx.exec) return tx.exec(script);
+  return db.exec(script);
+}

@@ -1,0 +1,142 @@
+import { OpenAPIHono, type Hook } from '@hono/zod-openapi';
+import type { Context, MiddlewareHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { Caller, CoreDeps, PartnerCtx } from '../context.ts';
+import { AppError } from '../errors.ts';
+import { authenticateKey, authenticatePartner } from '../verbs/auth.ts';
+
+export type HonoEnv = { Variables: { deps: CoreDeps; requestId: string; caller: Caller } };
+export type FunctionApp = OpenAPIHono<HonoEnv>;
+
+/** One documented endpoint: a thin transport registered at `/` of its own sub-app. */
+export interface FunctionDefinition {
+  /** The spec's endpoint name; also the URL segment and the Supabase function name. */
+  name: string;
+  /** `functions` → {base_url}/<name>; `root` → {api_url}/<name>. */
+  mount: 'functions' | 'root';
+  method: 'GET' | 'POST';
+  /** `partner`: the designated master key of a partner account; `key`: any active key. */
+  auth: 'partner' | 'key';
+  register(app: FunctionApp): void;
+}
+
+export interface ServerOptions {
+  /** Where `functions` endpoints live: `/functions/v1` on the Node host, `` behind the Supabase gateway. */
+  functionsPrefix: string;
+}
+
+type ZodIssueLike = { path: PropertyKey[]; message: string; code?: string };
+
+/** Turns zod issues into one sentence a developer can act on. */
+export function describeValidationIssues(issues: readonly ZodIssueLike[]): string {
+  const parts = issues.slice(0, 5).map((i) => {
+    const field = i.path.map(String).join('.') || 'body';
+    if (i.code === 'invalid_type' && /received undefined/.test(i.message)) return `${field} is required`;
+    if (i.code === 'unrecognized_keys') return i.message.replace(/^Unrecognized keys?/, 'unknown field(s)');
+    return `${field}: ${i.message}`;
+  });
+  return parts.join('; ');
+}
+
+const validationHook: Hook<unknown, HonoEnv, string, unknown> = (result) => {
+  if (!result.success) {
+    throw new AppError(400, describeValidationIssues(result.error.issues as ZodIssueLike[]));
+  }
+};
+
+const defaultMessages: Record<number, string> = {
+  400: 'bad request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not found',
+  405: 'method not allowed',
+};
+
+/** The one envelope: every error leaves as `{ success: false, error }` (plus documented extras). */
+export function renderError(err: unknown, c: Context<HonoEnv>): Response {
+  if (err instanceof AppError) {
+    for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+    return c.json({ success: false, error: err.message, ...err.extra }, err.status);
+  }
+  if (err instanceof HTTPException && err.status < 500) {
+    // Hono's own validators: malformed JSON, unreadable bodies.
+    const message = err.message || defaultMessages[err.status] || 'bad request';
+    return c.json({ success: false, error: message }, err.status);
+  }
+  const requestId = c.get('requestId') ?? 'unknown';
+  const deps = c.get('deps');
+  deps?.log.error('unhandled error', {
+    request_id: requestId,
+    path: new URL(c.req.url).pathname,
+    error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    stack: err instanceof Error ? err.stack : undefined,
+  });
+  return c.json({ success: false, error: `internal error, please retry (request id ${requestId})` }, 500);
+}
+
+const JSON_CONTENT_TYPE = /^application\/([a-z0-9.+-]*\+)?json(\s*;.*)?$/i;
+
+function guardRequest(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
+  const allowed = def.method === 'GET' ? ['GET', 'HEAD'] : [def.method];
+  return async (c, next) => {
+    if (!allowed.includes(c.req.method)) {
+      throw new AppError(405, `${c.req.method} is not allowed on ${def.name}; use ${def.method}`, {}, {
+        Allow: allowed.join(', '),
+      });
+    }
+    if (def.method === 'POST') {
+      const type = c.req.header('content-type') ?? '';
+      if (!JSON_CONTENT_TYPE.test(type)) {
+        throw new AppError(400, 'the request body must be JSON with Content-Type: application/json');
+      }
+    }
+    await next();
+  };
+}
+
+function authenticate(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
+  return async (c, next) => {
+    const args = { ctx: c.var.deps, input: { key: c.req.header('x-access-key') } };
+    const caller = def.auth === 'partner' ? await authenticatePartner(args) : await authenticateKey(args);
+    c.set('caller', caller);
+    await next();
+  };
+}
+
+/** The verb context for a request on a partner route. */
+export function partnerCtx(c: Context<HonoEnv>): PartnerCtx {
+  return { ...c.var.deps, caller: c.var.caller };
+}
+
+/** One function's sub-app: method and content-type guard, authentication, then the route. */
+export function createFunctionApp(def: FunctionDefinition): FunctionApp {
+  const app = new OpenAPIHono<HonoEnv>({ defaultHook: validationHook });
+  app.onError(renderError);
+  app.use('/', guardRequest(def), authenticate(def));
+  def.register(app);
+  return app;
+}
+
+/**
+ * The whole API for a set of functions: request ids, injected dependencies, the error envelope,
+ * and each function mounted at its spec path. The Node host mounts every function; a Supabase
+ * entrypoint mounts just its own.
+ */
+export function createApiServer(deps: CoreDeps, defs: FunctionDefinition[], opts: ServerOptions): FunctionApp {
+  const app = new OpenAPIHono<HonoEnv>({ defaultHook: validationHook });
+  app.use('*', async (c, next) => {
+    const incoming = c.req.header('x-request-id');
+    const requestId = incoming && /^[\w.-]{1,100}$/.test(incoming) ? incoming : crypto.randomUUID();
+    c.set('requestId', requestId);
+    c.set('deps', deps);
+    await next();
+    c.header('x-request-id', requestId);
+  });
+  app.onError(renderError);
+  app.notFound((c) => c.json({ success: false, error: `no endpoint at ${new URL(c.req.url).pathname}` }, 404));
+  for (const def of defs) {
+    const prefix = def.mount === 'functions' ? opts.functionsPrefix : '';
+    app.route(`${prefix}/${def.name}`, createFunctionApp(def));
+  }
+  return app;
+}

@@ -1,0 +1,50 @@
+import type { Caller, CoreDeps, VerbArgs } from '../context.ts';
+import { isWellFormedApiKey } from '../crypto.ts';
+import { forbidden, unauthorized } from '../errors.ts';
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  status: Caller['status'];
+  is_partner_master: boolean;
+  parent_api_key_id: string | null;
+  is_partner: boolean;
+}
+
+/**
+ * Resolves `x-access-key` to its key record. Missing, malformed (bad checksum), unknown and
+ * revoked keys are 401. The lookup is by keyed hash on every request, with no cache, so a
+ * rotation or revocation takes effect the instant it commits.
+ */
+export async function authenticateKey({ ctx, input }: VerbArgs<{ key: string | undefined }>): Promise<Caller> {
+  const key = input.key?.trim();
+  if (!key) throw unauthorized('missing x-access-key header');
+  if (!isWellFormedApiKey(key)) throw unauthorized('x-access-key is not a valid API key');
+  const hash = await ctx.keyring.hashApiKey(key);
+  const [row] = await ctx.db<KeyRow>`
+    select k.id, k.account_id, k.status, k.is_partner_master, k.parent_api_key_id, a.is_partner
+    from api_keys k join accounts a on a.id = k.account_id
+    where k.key_hash = ${hash}`;
+  if (!row) throw unauthorized('x-access-key is not a valid API key');
+  if (row.status === 'revoked') throw unauthorized('this API key has been revoked');
+  return {
+    apiKeyId: row.id,
+    accountId: row.account_id,
+    status: row.status,
+    isPartner: row.is_partner,
+    isPartnerMaster: row.is_partner_master,
+    parentApiKeyId: row.parent_api_key_id,
+  };
+}
+
+/**
+ * Partner endpoints: the key must be active, belong to a partner account and be that account's
+ * designated master key (spec, Authentication rule 3).
+ */
+export async function authenticatePartner(args: VerbArgs<{ key: string | undefined }, CoreDeps>): Promise<Caller> {
+  const caller = await authenticateKey(args);
+  if (caller.status !== 'active') throw unauthorized('this API key is inactive (suspended)');
+  if (!caller.isPartner) throw forbidden('this account is not a partner account');
+  if (!caller.isPartnerMaster) throw forbidden('this key is not the designated partner master key');
+  return caller;
+}

@@ -1,0 +1,40 @@
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import type { Database, Sql, SqlValue } from '@sightline/core';
+
+type PgliteLike = PGlite | Transaction;
+
+function toText(strings: TemplateStringsArray): string {
+  return strings.reduce((acc, part, i) => (i === 0 ? part : `${acc}$${i}${part}`), '');
+}
+
+function wrap(pg: PgliteLike): Sql & { exec(script: string): Promise<void> } {
+  const run = async <T extends object>(strings: TemplateStringsArray, ...values: SqlValue[]): Promise<T[]> => {
+    const result = await pg.query<T>(toText(strings), values);
+    return result.rows;
+  };
+  return Object.assign(run, {
+    begin: <T>(fn: (tx: Sql) => Promise<T>): Promise<T> => {
+      if (pg instanceof PGlite) return pg.transaction((tx) => fn(wrap(tx)));
+      // Already inside a transaction: run inline (PGlite has one connection; savepoints are not needed
+      // by any caller that nests).
+      return fn(wrap(pg));
+    },
+    exec: async (script: string): Promise<void> => {
+      await pg.exec(script);
+    },
+  });
+}
+
+/**
+ * The embedded default: Postgres compiled to WASM, persisted in `dataDir` (or in memory when
+ * `dataDir` is undefined, for tests). One connection; PGlite queues concurrent queries and
+ * serialises transactions, which keeps its accounting exact.
+ */
+export async function openPglite(dataDir: string | undefined): Promise<Database> {
+  const pg = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  const sql = wrap(pg);
+  return Object.assign(sql, {
+    kind: 'pglite' as const,
+    close: () => pg.close(),
+  });
+}

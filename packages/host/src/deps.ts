@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  connectPostgres,
+  createKeyring,
+  migrate,
+  type CoreDeps,
+  type Database,
+  type Env,
+  type Logger,
+} from '@sightline/core';
+import { openPglite } from './db-pglite.ts';
+import { createLogger } from './logger.ts';
+import { loadMigrations } from './migrations.ts';
+import { createNodeWebhookTransport } from './webhook-transport.ts';
+
+export interface HostDeps extends CoreDeps {
+  db: Database;
+  close(): Promise<void>;
+}
+
+/**
+ * The server secret: SIGHTLINE_SECRET in deploy; on the embedded default, generated into the data
+ * directory on first start (mode 0600) so `npm start` needs no set-up. With DATABASE_URL it must
+ * come from the environment — a secret on one replica's disk would orphan every key.
+ */
+export async function resolveServerSecret(env: Env): Promise<string> {
+  if (env.SIGHTLINE_SECRET) return env.SIGHTLINE_SECRET;
+  if (env.DATABASE_URL) {
+    throw new Error('SIGHTLINE_SECRET is required when DATABASE_URL is set (at least 32 characters; keep it stable)');
+  }
+  const file = path.join(env.DATA_DIR, 'server-secret');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await mkdir(env.DATA_DIR, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  await chmod(file, 0o600);
+  return secret;
+}
+
+export async function openDatabase(env: Env): Promise<Database> {
+  if (env.DATABASE_URL) {
+    return connectPostgres({ url: env.DATABASE_URL, max: env.DATABASE_POOL_MAX, prepare: env.DATABASE_PREPARE });
+  }
+  await mkdir(env.DATA_DIR, { recursive: true });
+  return openPglite(path.join(env.DATA_DIR, 'pglite'));
+}
+
+export async function migrateDatabase(db: Database): Promise<string[]> {
+  return migrate(db, await loadMigrations());
+}
+
+/** Builds every dependency from validated configuration; the only place the host wires things. */
+export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG_LEVEL)): Promise<HostDeps> {
+  const keyring = await createKeyring(await resolveServerSecret(env));
+  const db = await openDatabase(env);
+  const webhooks = createNodeWebhookTransport({ allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS });
+  return {
+    db,
+    keyring,
+    webhooks,
+    allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
+    log,
+    async close() {
+      await webhooks.close();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { serve } from '@hono/node-server';
+import { AppError, createPartner, isEmptyDatabase, parseEnv } from '@sightline/core';
+import { buildHostDeps, migrateDatabase } from './deps.ts';
+import { runOperatorCommand } from './operator-commands.ts';
+import { removeRuntimeFile, tokensEqual, writeRuntimeFile } from './runtime-file.ts';
+import { createHostApp, FUNCTIONS_PREFIX } from './server.ts';
+
+/** `npm start`: one process serving every function, on PGlite unless DATABASE_URL is set. */
+async function main() {
+  const env = parseEnv(process.env);
+  const deps = await buildHostDeps(env);
+  const applied = await migrateDatabase(deps.db);
+  if (applied.length) deps.log.info('migrations applied', { migrations: applied });
+
+  const app = createHostApp(deps);
+  const embedded = !env.DATABASE_URL;
+  let operatorToken = '';
+  if (embedded) {
+    // The CLI's way in while this process owns the PGlite files; loopback callers with the token only.
+    app.post('/_operator/:command', async (c) => {
+      const remote = c.env && (c.env as { incoming?: { socket?: { remoteAddress?: string } } }).incoming?.socket?.remoteAddress;
+      const auth = c.req.header('authorization') ?? '';
+      const loopback = remote === '127.0.0.1' || remote === '::1' || remote === '::ffff:127.0.0.1';
+      if (!loopback || !operatorToken || !tokensEqual(auth, `Bearer ${operatorToken}`)) {
+        throw new AppError(403, 'operator commands are accepted only from this machine with the data-directory token');
+      }
+      const flags = (await c.req.json().catch(() => ({}))) as Record<string, string>;
+      return c.json(await runOperatorCommand(deps, c.req.param('command'), flags));
+    });
+  }
+
+  let demo: { key: string } | undefined;
+  if (env.DEMO_PARTNER && (await isEmptyDatabase({ ctx: deps, input: {} }))) {
+    demo = await createPartner({ ctx: deps, input: { name: 'Demo Partner', quota: 1000, topup: 100 } });
+  }
+
+  const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST }, async (info) => {
+    if (embedded) operatorToken = (await writeRuntimeFile(env.DATA_DIR, info.port)).token;
+    const base = `http://localhost:${info.port}${FUNCTIONS_PREFIX}`;
+    const lines = [
+      `Sightline listening on http://localhost:${info.port} (${embedded ? `embedded PGlite in ${env.DATA_DIR}` : 'Postgres'})`,
+      `  functions: ${base}/<name>    OpenAPI: http://localhost:${info.port}/openapi.json`,
+    ];
+    if (demo) {
+      lines.push(
+        '',
+        'Created a demo partner on this empty database. Its master key is shown once:',
+        `  ${demo.key}`,
+        '',
+        'Try it:',
+        `  curl -s ${base}/partner-pool-state -H "x-access-key: ${demo.key}"`,
+      );
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    deps.log.info('shutting down', { signal });
+    server.close();
+    if (embedded) await removeRuntimeFile(env.DATA_DIR);
+    await deps.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`sightline: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
