@@ -1,0 +1,93 @@
+import {
+  connectPostgres,
+  createApiServer,
+  createKeyring,
+  parseEnv,
+  refusedAddressReason,
+  type CoreDeps,
+  type Database,
+  type FunctionDefinition,
+  type Logger,
+  type WebhookTransport,
+} from '@sightline/core';
+
+/**
+ * The Deno entry point shared by every Supabase function: parse the environment once, build the
+ * dependencies, and serve one function behind the gateway (which strips `/functions/v1`, so the
+ * function is mounted at `/<name>`).
+ */
+
+const jsonLogger: Logger = {
+  info: (msg, fields) => console.log(JSON.stringify({ level: 'info', msg, ...fields })),
+  warn: (msg, fields) => console.warn(JSON.stringify({ level: 'warn', msg, ...fields })),
+  error: (msg, fields) => console.error(JSON.stringify({ level: 'error', msg, ...fields })),
+};
+
+/**
+ * Deno has no connect-time lookup hook on fetch, so host names are resolved and checked first.
+ * A rebinding resolver could still answer differently on connect; the Node host closes that gap
+ * with a guarded lookup (see docs/decisions.md).
+ */
+function denoWebhookTransport(allowPrivate: boolean): WebhookTransport {
+  return {
+    async request(url, init) {
+      const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+      const literal = refusedAddressReason(host, { allowPrivate });
+      if (literal) throw new Error(`refused to connect: ${literal}`);
+      const answers = await Promise.all([
+        Deno.resolveDns(host, 'A').catch(() => [] as string[]),
+        Deno.resolveDns(host, 'AAAA').catch(() => [] as string[]),
+      ]);
+      for (const address of answers.flat()) {
+        const refused = refusedAddressReason(address, { allowPrivate });
+        if (refused) throw new Error(`refused to connect to ${host}: ${refused}`);
+      }
+      const res = await fetch(url, {
+        method: init.method,
+        headers: init.headers,
+        body: init.body ?? null,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(init.timeoutMs),
+      });
+      await res.body?.cancel();
+      return { status: res.status };
+    },
+  };
+}
+
+export interface DenoHostOptions {
+  /** Overrides for tests: a database opened elsewhere (PGlite) instead of DATABASE_URL. */
+  db?: Database;
+  /** Mount prefix for `functions` endpoints; '' behind the Supabase gateway. */
+  functionsPrefix?: string;
+}
+
+export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDeps & { db: Database }> {
+  const raw = Deno.env.toObject();
+  // Supabase injects SUPABASE_DB_URL; an explicit DATABASE_URL wins.
+  const env = parseEnv({ ...raw, DATABASE_URL: raw.DATABASE_URL ?? raw.SUPABASE_DB_URL });
+  if (!env.SIGHTLINE_SECRET) throw new Error('SIGHTLINE_SECRET must be set as a function secret');
+  let db = opts.db;
+  if (!db) {
+    if (!env.DATABASE_URL) throw new Error('DATABASE_URL (or SUPABASE_DB_URL) must be set');
+    db = connectPostgres({ url: env.DATABASE_URL, max: env.DATABASE_POOL_MAX, prepare: env.DATABASE_PREPARE });
+  }
+  return {
+    db,
+    keyring: await createKeyring(env.SIGHTLINE_SECRET),
+    webhooks: denoWebhookTransport(env.ALLOW_PRIVATE_WEBHOOKS),
+    allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
+    log: jsonLogger,
+  };
+}
+
+export function createDenoApp(deps: CoreDeps, def: FunctionDefinition, functionsPrefix = '') {
+  return createApiServer(deps, [def], { functionsPrefix });
+}
+
+/** What each supabase/functions/<name>/index.ts calls. */
+export async function serveFunction(def: FunctionDefinition): Promise<void> {
+  const deps = await buildDenoDeps();
+  const app = createDenoApp(deps, def);
+  Deno.serve(app.fetch);
+}
