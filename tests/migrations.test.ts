@@ -1,0 +1,80 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '@sightline/core';
+import { loadMigrations, MIGRATIONS_DIR } from '@sightline/host';
+import { openTestDatabase, type TestDatabase } from './support/db.ts';
+
+const SUPABASE_MIGRATIONS = new URL('../supabase/migrations/', import.meta.url);
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await openTestDatabase();
+});
+afterAll(() => t.drop());
+
+describe('migrations', () => {
+  it('supabase/migrations is identical to migrations/ (Supabase applies the same files)', async () => {
+    const ours = (await readdir(MIGRATIONS_DIR)).filter((n) => n.endsWith('.sql')).sort();
+    const theirs = (await readdir(SUPABASE_MIGRATIONS)).filter((n) => n.endsWith('.sql')).sort();
+    expect(theirs).toEqual(ours);
+    for (const name of ours) {
+      expect(await readFile(new URL(name, SUPABASE_MIGRATIONS), 'utf8')).toBe(await readFile(`${MIGRATIONS_DIR}/${name}`, 'utf8'));
+    }
+  });
+
+  it('apply once: a second run changes nothing', async () => {
+    expect(await migrate(t.db, await loadMigrations())).toEqual([]);
+  });
+
+  it('apply safely from two starts at once', async () => {
+    const both = await Promise.all([migrate(t.db, await loadMigrations()), migrate(t.db, await loadMigrations())]);
+    expect(both.flat()).toEqual([]);
+  });
+});
+
+describe('ledger invariants are CHECK constraints', () => {
+  async function expectViolation(run: () => Promise<unknown>) {
+    await expect(run()).rejects.toMatchObject({ code: expect.stringMatching(/^23/) as unknown });
+  }
+
+  it('refuse negative balances and usage beyond the quota', async () => {
+    const [a] = await t.db<{ id: string }>`insert into accounts (name, is_partner) values ('inv', true) returning id`;
+    const acc = a?.id ?? '';
+    await expectViolation(() => t.db`insert into pools (account_id, topup_balance) values (${acc}, -1)`);
+    await expectViolation(() => t.db`insert into pools (account_id, monthly_id_quota, ids_used_this_period) values (${acc}, 5, 6)`);
+    // Monthly-invoice pools may go over (the overage is invoiced).
+    await t.db`insert into pools (account_id, monthly_id_quota, ids_used_this_period, pool_billing_mode) values (${acc}, 5, 6, 'invoice_monthly')`;
+    await expectViolation(() => t.db`update accounts set credit_balance = -5 where id = ${acc}`);
+  });
+
+  it('refuse a child subscription whose usage exceeds its quota or whose top-up is negative', async () => {
+    const [a] = await t.db<{ id: string }>`insert into accounts (name, is_phantom) values ('child', true) returning id`;
+    const [k] = await t.db<{ id: string }>`
+      insert into api_keys (account_id, key_hash, key_prefix) values (${a?.id ?? ''}, ${'f'.repeat(64)}, 'sl_x') returning id`;
+    const key = k?.id ?? '';
+    await expectViolation(() => t.db`
+      insert into child_subscriptions (api_key_id, monthly_id_quota, ids_used_this_period, current_period_end)
+      values (${key}, 1, 2, now() + interval '30 days')`);
+    await expectViolation(() => t.db`
+      insert into child_subscriptions (api_key_id, topup_balance, current_period_end) values (${key}, -1, now() + interval '30 days')`);
+  });
+
+  it('refuse a second live website for one domain, a malformed domain and a second master key', async () => {
+    const [a] = await t.db<{ id: string }>`insert into accounts (name, is_partner) values ('p', true) returning id`;
+    const acc = a?.id ?? '';
+    const [k] = await t.db<{ id: string }>`
+      insert into api_keys (account_id, key_hash, key_prefix, is_partner_master) values (${acc}, ${'a'.repeat(64)}, 'sl_a', true) returning id`;
+    const key = k?.id ?? '';
+    await t.db`insert into websites (api_key_id, domain) values (${key}, 'one.example.com')`;
+    await expectViolation(() => t.db`insert into websites (api_key_id, domain) values (${key}, 'one.example.com')`);
+    await expectViolation(() => t.db`insert into websites (api_key_id, domain) values (${key}, 'https://two.example.com')`);
+    await expectViolation(() => t.db`insert into websites (api_key_id, domain) values (${key}, 'Upper.Example.com')`);
+    await expectViolation(() => t.db`
+      insert into api_keys (account_id, key_hash, key_prefix, is_partner_master) values (${acc}, ${'b'.repeat(64)}, 'sl_b', true)`);
+  });
+
+  it('refuse a plaintext-looking key hash', async () => {
+    const [a] = await t.db<{ id: string }>`insert into accounts (name) values ('x') returning id`;
+    await expectViolation(() => t.db`insert into api_keys (account_id, key_hash, key_prefix) values (${a?.id ?? ''}, 'sl_plaintext', 'sl_p')`);
+  });
+});

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { seedPartner, uniqueDomain } from './support/seed.ts';
+
+let env: TestEnv;
+let partner: Awaited<ReturnType<typeof seedPartner>>;
+let other: Awaited<ReturnType<typeof seedPartner>>;
+const ids: Record<string, string> = {};
+
+const list = (query: Record<string, string> = {}, key = partner.key) =>
+  call(env, 'partner-list-children', { key, query });
+
+async function createChild(key: string, name: string, extra: Json = {}) {
+  const res = await call(env, 'partner-create-child-key', { key, body: { name, domain: uniqueDomain(), ...extra } });
+  expect(res.status).toBe(201);
+  return res.body as { child: { api_key_id: string; child_user_id: string }; website: { domain: string; tracking_script_id: string } };
+}
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  partner = await seedPartner(env.deps, { quota: 100 });
+  other = await seedPartner(env.deps, { quota: 100, name: 'Other partner' });
+  ids.active = (await createChild(partner.key, 'Active child', { monthly_id_quota: 7 })).child.api_key_id;
+  ids.suspended = (await createChild(partner.key, 'Suspended child')).child.api_key_id;
+  ids.revoked = (await createChild(partner.key, 'Revoked child')).child.api_key_id;
+  ids.unnamed = (await createChild(partner.key, 'Soon unnamed')).child.api_key_id;
+  ids.foreign = (await createChild(other.key, 'Other’s child')).child.api_key_id;
+  await env.db`update api_keys set status = 'suspended' where id = ${ids.suspended ?? ''}`;
+  await env.db`update api_keys set status = 'revoked' where id = ${ids.revoked ?? ''}`;
+  await env.db`update api_keys set name = null where id = ${ids.unnamed ?? ''}`;
+});
+afterAll(() => env.close());
+
+describe('partner-list-children', () => {
+  it('lists only active children by default, with every documented field', async () => {
+    const res = await list();
+    expect(res.status).toBe(200);
+    expect(res.body.success).toBe(true);
+    const children = res.body.children as Json[];
+    expect(children.map((c) => c.child_api_key_id)).toEqual([ids.active, ids.unnamed]);
+    const first = children[0] ?? {};
+    expect(Object.keys(first).sort()).toEqual(
+      [
+        'child_api_key_id', 'child_user_id', 'name', 'domain', 'tracking_script_id', 'status', 'created_at',
+        'monthly_id_quota', 'ids_used_this_period', 'topup_balance', 'current_period_end', 'sub_status', 'has_webhook',
+      ].sort(),
+    );
+    expect(first).toMatchObject({
+      name: 'Active child',
+      status: 'active',
+      monthly_id_quota: 7,
+      ids_used_this_period: 0,
+      topup_balance: 0,
+      sub_status: 'active',
+      has_webhook: false,
+    });
+    expect(first.domain).toMatch(/\.example\.com$/);
+    expect(Number.isNaN(Date.parse(first.created_at as string))).toBe(false);
+  });
+
+  it('shows (unnamed) for a child without a name', async () => {
+    const res = await list({ child_api_key_id: ids.unnamed ?? '' });
+    expect((res.body.children as Json[])[0]?.name).toBe('(unnamed)');
+  });
+
+  it('include_inactive=true adds suspended and revoked children', async () => {
+    const res = await list({ include_inactive: 'true' });
+    const children = res.body.children as Json[];
+    expect(children.map((c) => c.child_api_key_id)).toEqual([ids.active, ids.suspended, ids.revoked, ids.unnamed]);
+    expect(children.map((c) => c.status)).toEqual(['active', 'suspended', 'revoked', 'active']);
+    expect((await list({ include_inactive: 'false' })).body.children).toHaveLength(2);
+  });
+
+  it('looks up a single child by child_api_key_id', async () => {
+    const res = await list({ child_api_key_id: ids.active ?? '' });
+    expect((res.body.children as Json[]).map((c) => c.child_api_key_id)).toEqual([ids.active]);
+  });
+
+  it('single-child lookup of an inactive child needs include_inactive', async () => {
+    expect((await list({ child_api_key_id: ids.revoked ?? '' })).body.children).toEqual([]);
+    const res = await list({ child_api_key_id: ids.revoked ?? '', include_inactive: 'true' });
+    expect((res.body.children as Json[]).map((c) => c.status)).toEqual(['revoked']);
+  });
+
+  it('returns an empty list for an unknown id and for another partner’s child', async () => {
+    expect((await list({ child_api_key_id: '00000000-0000-4000-8000-000000000000' })).body).toEqual({ success: true, children: [] });
+    expect((await list({ child_api_key_id: ids.foreign ?? '' })).body).toEqual({ success: true, children: [] });
+  });
+
+  it('never shows another partner’s children', async () => {
+    const res = await list({ include_inactive: 'true' }, other.key);
+    expect((res.body.children as Json[]).map((c) => c.child_api_key_id)).toEqual([ids.foreign]);
+  });
+
+  it('shows domain and tracking_script_id as null when the child has no active website', async () => {
+    const c = await createChild(partner.key, 'No site');
+    await env.db`update websites set status = 'inactive' where api_key_id = ${c.child.api_key_id}`;
+    const res = await list({ child_api_key_id: c.child.api_key_id });
+    expect((res.body.children as Json[])[0]).toMatchObject({ domain: null, tracking_script_id: null });
+  });
+
+  it('reports has_webhook', async () => {
+    const [row] = await env.db<{ id: string }>`
+      update api_keys set webhook_url = 'https://hooks.example.com/x', webhook_secret_sealed = 'v1.a.b'
+      where id = ${ids.active ?? ''} returning id`;
+    const res = await list({ child_api_key_id: row?.id ?? '' });
+    expect((res.body.children as Json[])[0]?.has_webhook).toBe(true);
+  });
+
+  it.each([
+    ['child_api_key_id is not a uuid', { child_api_key_id: 'abc' }, /child_api_key_id.*uuid/],
+    ['include_inactive is not a boolean', { include_inactive: 'yes' }, /include_inactive.*true or false/],
+  ])('400 when %s', async (_l, query, message) => {
+    const res = await list(query);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ success: false });
+    expect(res.body.error).toMatch(message);
+  });
+});

@@ -1,0 +1,45 @@
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
+import { connectPostgres, migrate, type Database } from '@sightline/core';
+import { loadMigrations, openPglite } from '@sightline/host';
+
+export const usingPostgres = Boolean(process.env.DATABASE_URL);
+
+export interface TestDatabase {
+  db: Database;
+  /** A postgres:// URL for this database (real Postgres only), e.g. for a Deno subprocess. */
+  url: string | undefined;
+  drop(): Promise<void>;
+}
+
+/**
+ * Each test file gets its own database so suites run in parallel without seeing each other:
+ * a freshly created database on the DATABASE_URL server, or an in-memory PGlite.
+ */
+export async function openTestDatabase(opts: { pool?: number } = {}): Promise<TestDatabase> {
+  const migrations = await loadMigrations();
+  const base = process.env.DATABASE_URL;
+  if (!base) {
+    const db = await openPglite(undefined);
+    await migrate(db, migrations);
+    return { db, url: undefined, drop: () => db.close() };
+  }
+  const name = `sl_test_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(base, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  const db = connectPostgres({ url: url.href, max: opts.pool ?? 10, prepare: true });
+  await migrate(db, migrations);
+  return {
+    db,
+    url: url.href,
+    async drop() {
+      await db.close();
+      const a = postgres(base, { max: 1, onnotice: () => {} });
+      await a.unsafe(`drop database if exists ${name} with (force)`);
+      await a.end();
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TSX = `${REPO_ROOT}node_modules/.bin/tsx`;
+
+/** Environment for a child process: the parent's, minus the database/redis settings, plus `extra`. */
+export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.DATABASE_URL;
+  delete env.REDIS_URL;
+  delete env.SIGHTLINE_SECRET;
+  return { ...env, LOG_LEVEL: 'warn', ...extra };
+}
+
+export interface StartedServer {
+  proc: ChildProcess;
+  port: number;
+  stdout: () => string;
+  stop(): Promise<number | null>;
+}
+
+/** Runs the host's `npm start` entry and waits until it prints its address. */
+export async function startHost(env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<StartedServer> {
+  const proc = spawn(TSX, ['packages/host/src/main.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms\n${out}\n${err}`)), timeoutMs);
+    const check = () => {
+      const m = /listening on http:\/\/localhost:(\d+)/.exec(out);
+      if (m?.[1] && (!/demo partner/.test(out) || /curl -s/.test(out))) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    proc.stdout?.on('data', check);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}\n${out}\n${err}`));
+    });
+  });
+  return {
+    proc,
+    port,
+    stdout: () => out,
+    stop: () =>
+      new Promise((resolve) => {
+        if (proc.exitCode !== null) return resolve(proc.exitCode);
+        proc.removeAllListeners('exit');
+        proc.on('exit', (code) => resolve(code));
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Runs a command to completion and returns its exit code and output. */
+export function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const proc = spawn(cmd, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`${cmd} ${args.join(' ')} timed out\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export const admin = (args: string[], env: NodeJS.ProcessEnv) => run(TSX, ['packages/host/src/admin.ts', ...args], env);
