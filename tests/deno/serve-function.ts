@@ -1,0 +1,39 @@
+/**
+ * Serves partner-pool-state under Deno exactly as supabase/functions/partner-pool-state does, but on
+ * a port the caller can find and with a database the caller chose, so tests/deno-smoke.test.ts can
+ * compare it with the Node host. Deno-only: excluded from tsconfig and vitest on purpose.
+ *
+ * Env: SIGHTLINE_SECRET; DATABASE_URL, or PGLITE_DIR for a PGlite data dir the test seeded (the
+ * embedded default has no URL to hand over); PORT (default 0, i.e. any free port).
+ */
+import { partnerPoolState } from '../../functions/partner-pool-state/route.ts';
+import { openPglite } from '../../packages/host/src/db-pglite.ts';
+import { buildDenoDeps, createDenoApp } from '../../supabase/functions/_shared/host.ts';
+
+const pgliteDir = Deno.env.get('PGLITE_DIR');
+const port = Number(Deno.env.get('PORT') ?? '0');
+if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be 0-65535, got ${port}`);
+
+const deps = await buildDenoDeps(pgliteDir ? { db: await openPglite(pgliteDir) } : {});
+const app = createDenoApp(deps, partnerPoolState);
+
+const server = Deno.serve(
+  {
+    hostname: '127.0.0.1',
+    port,
+    // The test reads this line to learn the port; Deno's default banner goes elsewhere and may change.
+    onListen: ({ port }) => console.log(`listening ${port}`),
+  },
+  app.fetch,
+);
+
+let stopping = false;
+Deno.addSignalListener('SIGTERM', async () => {
+  if (stopping) return;
+  stopping = true;
+  // PGlite writes its data dir on close, and a Postgres pool left open would hold the test's
+  // database, which the test drops afterwards.
+  await server.shutdown();
+  await deps.db.close();
+  Deno.exit(0);
+});
