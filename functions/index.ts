@@ -1,7 +1,23 @@
 import type { FunctionDefinition } from '@sightline/core';
+import { partnerAdoptExistingKey } from './partner-adopt-existing-key/route.ts';
 import { partnerCreateChildKey } from './partner-create-child-key/route.ts';
 import { partnerListChildren } from './partner-list-children/route.ts';
 import { partnerPoolState } from './partner-pool-state/route.ts';
+import { partnerReleaseChild } from './partner-release-child/route.ts';
+import { partnerRotateChildKey } from './partner-rotate-child-key/route.ts';
+import { partnerSetWebhook } from './partner-set-webhook/route.ts';
+import { partnerTransferTopup } from './partner-transfer-topup/route.ts';
+import { partnerUpdateChild } from './partner-update-child/route.ts';
 
 /** Every documented endpoint this build serves. The Node host mounts all of them. */
-export const allFunctions: FunctionDefinition[] = [partnerCreateChildKey, partnerListChildren, partnerPoolState];
+export const allFunctions: FunctionDefinition[] = [
+  partnerCreateChildKey,
+  partnerListChildren,
+  partnerPoolState,
+  partnerUpdateChild,
+  partnerAdoptExistingKey,
+  partnerRotateChildKey,
+  partnerTransferTopup,
+  partnerReleaseChild,
+  partnerSetWebhook,
+];

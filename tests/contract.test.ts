@@ -21,7 +21,7 @@ beforeAll(async () => {
   await env.db`update api_keys set status = 'revoked' where id = ${revoked.api_key_id}`;
   keys.revoked = revoked.key;
   const suspended = await seedPartner(env.deps, { name: 'Suspended partner' });
-  await env.db`update api_keys set status = 'suspended' where id = ${suspended.api_key_id}`;
+  await env.db`update api_keys set status = 'suspended', suspended_reason = 'manual' where id = ${suspended.api_key_id}`;
   keys.suspended = suspended.key;
   const unflagged = await seedPartner(env.deps, { name: 'No longer a partner' });
   await env.db`update accounts set is_partner = false where id = ${unflagged.account_id}`;

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKeyring, migrate, silentLogger } from '@sightline/core';
-import { createHostApp, createNodeWebhookTransport, loadMigrations, openPglite } from '@sightline/host';
-import { call, createTestEnv, TEST_SECRET, type Json, type TestEnv } from './support/app.ts';
+import { migrate } from '@sightline/core';
+import { loadMigrations, openPglite } from '@sightline/host';
+import { call, createTestEnv, envForDatabase, TEST_SECRET, type Json, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { seedPartner } from './support/seed.ts';
 
@@ -123,19 +123,7 @@ async function startDeno(dbEnv: { DATABASE_URL: string } | { PGLITE_DIR: string 
 async function createPgliteDirEnv(dir: string): Promise<TestEnv> {
   const db = await openPglite(dir);
   await migrate(db, await loadMigrations());
-  const webhooks = createNodeWebhookTransport({ allowPrivate: true });
-  const deps = { db, keyring: await createKeyring(TEST_SECRET), webhooks, allowPrivateWebhooks: true, log: silentLogger };
-  return {
-    db,
-    url: undefined,
-    drop: () => db.close(),
-    deps,
-    app: createHostApp(deps),
-    async close() {
-      await webhooks.close();
-      await db.close();
-    },
-  };
+  return envForDatabase({ db, url: undefined, drop: () => db.close() });
 }
 
 async function fromNode(env: TestEnv, opts: Parameters<typeof call>[2]): Promise<Answer> {

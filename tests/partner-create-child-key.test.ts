@@ -211,7 +211,7 @@ describe('partner-create-child-key: rejected requests change nothing', () => {
     const before = await snapshot(env.db);
     const res = await create({ name: 'x', domain: uniqueDomain() }, empty.key);
     expect(res.status).toBe(402);
-    expect(res.body.error).toMatch(/prepaid pool has no IDs/);
+    expect(res.body.error).toMatch(/no identifications left/);
     expect(await snapshot(env.db)).toEqual(before);
   });
 

@@ -25,7 +25,7 @@ beforeAll(async () => {
   ids.revoked = (await createChild(partner.key, 'Revoked child')).child.api_key_id;
   ids.unnamed = (await createChild(partner.key, 'Soon unnamed')).child.api_key_id;
   ids.foreign = (await createChild(other.key, 'Other’s child')).child.api_key_id;
-  await env.db`update api_keys set status = 'suspended' where id = ${ids.suspended ?? ''}`;
+  await env.db`update api_keys set status = 'suspended', suspended_reason = 'manual' where id = ${ids.suspended ?? ''}`;
   await env.db`update api_keys set status = 'revoked' where id = ${ids.revoked ?? ''}`;
   await env.db`update api_keys set name = null where id = ${ids.unnamed ?? ''}`;
 });

@@ -24,6 +24,25 @@ export const partnerErrors = {
 
 export const errorResponses = { errorResponse };
 
+/** Error responses of partner routes that pass the rate limit and the out-of-IDs guard. */
+export const limitedPartnerErrors = {
+  ...partnerErrors,
+  402: errorResponse('The partner pool has no identifications left'),
+  429: errorResponse('API-wide rate limit reached; see Retry-After'),
+} as const;
+
+export const Timestamp = z.string().openapi({ format: 'date-time' });
+export const WebhookSecret = z.string().min(8, 'must be at least 8 characters').max(256);
+export const PositiveDays = z.number().int().min(1).max(3650);
+export const Quota = z.number().int().min(0).max(1_000_000_000);
+export const ChildStatus = z.enum(['active', 'suspended', 'revoked'], { message: 'must be active, suspended or revoked' });
+
+/** A JSON POST body for a route. */
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { 'application/json': { schema } },
+});
+
 export const accessKeyHeader = z.object({
   'x-access-key': z.string().optional().openapi({ description: 'The partner master key', example: 'sl_…' }),
 });

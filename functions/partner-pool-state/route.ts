@@ -47,6 +47,7 @@ export const partnerPoolState: FunctionDefinition = {
   mount: 'functions',
   method: 'GET',
   auth: 'partner',
+  exemptFromPartnerLimits: true,
   register(app) {
     app.openapi(route, async (c) => c.json(await getPoolState({ ctx: partnerCtx(c), input: {} }), 200));
   },

@@ -1,36 +1,65 @@
-import { createKeyring, silentLogger, type CoreDeps, type Database } from '@sightline/core';
+import {
+  builtinProcessor,
+  createBackgroundRunner,
+  createKeyring,
+  createMemoryRateLimiter,
+  silentLogger,
+  type CoreDeps,
+  type Database,
+  type PaymentProcessor,
+  type RateLimiter,
+} from '@sightline/core';
 import { createHostApp, createNodeWebhookTransport } from '@sightline/host';
 import { openTestDatabase, type TestDatabase } from './db.ts';
 
 export const TEST_SECRET = 'test-server-secret-0123456789abcdef-not-for-production';
 
+export interface TestEnvOptions {
+  allowPrivateWebhooks?: boolean;
+  pool?: number;
+  rateLimiter?: RateLimiter;
+  payments?: PaymentProcessor;
+}
+
 export interface TestEnv extends TestDatabase {
   deps: CoreDeps & { db: Database };
   app: ReturnType<typeof createHostApp>;
+  /** Waits for background work (auto-reloads) started by requests so far. */
+  settle(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** A database, dependencies and the full Node host app, as `npm start` builds them. */
-export async function createTestEnv(opts: { allowPrivateWebhooks?: boolean; pool?: number } = {}): Promise<TestEnv> {
-  const tdb = await openTestDatabase({ pool: opts.pool });
+/** Dependencies and the full Node host app over a test database, as `npm start` builds them. */
+export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {}): Promise<TestEnv> {
   const allowPrivate = opts.allowPrivateWebhooks ?? true;
   const webhooks = createNodeWebhookTransport({ allowPrivate });
+  const background = createBackgroundRunner(silentLogger);
   const deps = {
     db: tdb.db,
     keyring: await createKeyring(TEST_SECRET),
     webhooks,
     allowPrivateWebhooks: allowPrivate,
     log: silentLogger,
+    // Generous by default so suites that are not about the limit never meet it.
+    rateLimiter: opts.rateLimiter ?? createMemoryRateLimiter({ limit: 1_000_000, windowSeconds: 60 }),
+    payments: opts.payments ?? builtinProcessor,
+    background: (name: string, task: () => Promise<unknown>) => background.run(name, task),
   };
   return {
     ...tdb,
     deps,
     app: createHostApp(deps),
+    settle: () => background.drain(),
     async close() {
+      await background.drain();
       await webhooks.close();
       await tdb.drop();
     },
   };
+}
+
+export async function createTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv> {
+  return envForDatabase(await openTestDatabase({ pool: opts.pool }), opts);
 }
 
 export const fn = (name: string) => `http://localhost/functions/v1/${name}`;

@@ -29,6 +29,13 @@ export const EnvSchema = z.object({
   /** Derives the API-key pepper and the webhook-secret sealing key. Required with DATABASE_URL. */
   SIGHTLINE_SECRET: z.string().min(32, 'SIGHTLINE_SECRET must be at least 32 characters').optional(),
   ALLOW_PRIVATE_WEBHOOKS: flag,
+  /** API-wide requests per minute per partner key (every partner endpoint but partner-pool-state). */
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
+  /** Who charges auto-reloads: `builtin` (approve and record, for self-hosting) or `stripe`. */
+  PAYMENTS_PROVIDER: z.enum(['builtin', 'stripe']).default('builtin'),
+  STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_(test|live)_/, 'STRIPE_SECRET_KEY must be a Stripe secret or restricted key').optional(),
+  /** How often the Node host runs the period rollover sweep (seconds). */
+  ROLLOVER_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(3600),
   /** Create and print a demo partner on an empty database (npm start). */
   DEMO_PARTNER: flag.default(true),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
@@ -36,9 +43,14 @@ export const EnvSchema = z.object({
 
 export type Env = z.infer<typeof EnvSchema>;
 
+const EnvRules = EnvSchema.refine((e) => e.PAYMENTS_PROVIDER !== 'stripe' || e.STRIPE_SECRET_KEY, {
+  message: 'STRIPE_SECRET_KEY is required when PAYMENTS_PROVIDER=stripe',
+  path: ['STRIPE_SECRET_KEY'],
+});
+
 /** Parses an environment record; throws one readable error listing every bad setting. */
 export function parseEnv(env: Record<string, string | undefined>): Env {
-  const result = EnvSchema.safeParse(env);
+  const result = EnvRules.safeParse(env);
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new Error(`invalid configuration:\n${lines.join('\n')}`);

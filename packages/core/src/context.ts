@@ -1,6 +1,8 @@
 import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
+import type { RateLimiter } from './limits.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
+import type { PaymentProcessor } from './payments/processor.ts';
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -15,6 +17,15 @@ export interface CoreDeps {
   webhooks: WebhookTransport;
   allowPrivateWebhooks: boolean;
   log: Logger;
+  /** The API-wide limit on partner endpoints. */
+  rateLimiter: RateLimiter;
+  /** Charges auto-reloads. */
+  payments: PaymentProcessor;
+  /**
+   * Runs work after the response without delaying or failing it (Node: a tracked promise; Deno:
+   * EdgeRuntime.waitUntil). Failures are logged by the implementation.
+   */
+  background(name: string, task: () => Promise<unknown>): void;
 }
 
 /** The authenticated key behind a request. */

@@ -38,7 +38,17 @@ export function fromSqlError(err: unknown): unknown {
   if (!m?.[1]) return err;
   const status = Number(m[1]) as ErrorStatus;
   const message = (err as { message?: unknown }).message;
-  return new AppError(status, typeof message === 'string' ? message : 'request failed');
+  // Extra top-level response fields travel as a JSON object in the error's DETAIL.
+  let extra: Record<string, unknown> = {};
+  const detail = (err as { detail?: unknown }).detail;
+  if (typeof detail === 'string' && detail.startsWith('{')) {
+    try {
+      extra = JSON.parse(detail) as Record<string, unknown>;
+    } catch {
+      extra = {};
+    }
+  }
+  return new AppError(status, typeof message === 'string' ? message : 'request failed', extra);
 }
 
 /** Runs `fn`, translating deliberate SQL failures into AppErrors. */

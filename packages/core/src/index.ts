@@ -12,3 +12,8 @@ export * from './verbs/children.ts';
 export * from './verbs/domain.ts';
 export * from './verbs/operator.ts';
 export * from './verbs/pool.ts';
+export * from './limits.ts';
+export * from './payments/processor.ts';
+export * from './verbs/ledger.ts';
+export * from './verbs/lifecycle.ts';
+export * from './background.ts';

@@ -2,14 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  builtinProcessor,
   connectPostgres,
+  createBackgroundRunner,
   createKeyring,
+  createMemoryRateLimiter,
+  createRedisRateLimiter,
   migrate,
   type CoreDeps,
   type Database,
   type Env,
   type Logger,
+  type PaymentProcessor,
+  type RateLimiter,
 } from '@sightline/core';
+import { createStripeProcessor } from '@sightline/core/payments/stripe';
+import { Redis } from 'ioredis';
 import { openPglite } from './db-pglite.ts';
 import { createLogger } from './logger.ts';
 import { loadMigrations } from './migrations.ts';
@@ -55,19 +63,39 @@ export async function migrateDatabase(db: Database): Promise<string[]> {
   return migrate(db, await loadMigrations());
 }
 
+export function paymentProcessorFor(env: Env): PaymentProcessor {
+  if (env.PAYMENTS_PROVIDER === 'stripe' && env.STRIPE_SECRET_KEY) return createStripeProcessor(env.STRIPE_SECRET_KEY);
+  return builtinProcessor;
+}
+
+/** Redis when REDIS_URL is set (shared across replicas), else an in-process limiter. */
+function rateLimiterFor(env: Env): { limiter: RateLimiter; redis: Redis | undefined } {
+  const policy = { limit: env.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 };
+  if (!env.REDIS_URL) return { limiter: createMemoryRateLimiter(policy), redis: undefined };
+  const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+  return { limiter: createRedisRateLimiter(redis, policy), redis };
+}
+
 /** Builds every dependency from validated configuration; the only place the host wires things. */
 export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG_LEVEL)): Promise<HostDeps> {
   const keyring = await createKeyring(await resolveServerSecret(env));
   const db = await openDatabase(env);
   const webhooks = createNodeWebhookTransport({ allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS });
+  const background = createBackgroundRunner(log);
+  const { limiter, redis } = rateLimiterFor(env);
   return {
     db,
     keyring,
     webhooks,
     allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     log,
+    rateLimiter: limiter,
+    payments: paymentProcessorFor(env),
+    background: (name, task) => background.run(name, task),
     async close() {
+      await background.drain();
       await webhooks.close();
+      await redis?.quit();
       await db.close();
     },
   };

@@ -15,6 +15,9 @@ export async function generateOpenApi(): Promise<string> {
     webhooks: unused as never,
     allowPrivateWebhooks: false,
     log: silentLogger,
+    rateLimiter: unused as never,
+    payments: unused as never,
+    background: () => {},
   });
   return `${JSON.stringify(openApiDocument(app), null, 2)}\n`;
 }

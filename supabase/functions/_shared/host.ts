@@ -1,7 +1,11 @@
 import {
+  builtinProcessor,
   connectPostgres,
   createApiServer,
+  createBackgroundRunner,
   createKeyring,
+  createMemoryRateLimiter,
+  createRedisRateLimiter,
   parseEnv,
   refusedAddressReason,
   type CoreDeps,
@@ -10,6 +14,11 @@ import {
   type Logger,
   type WebhookTransport,
 } from '@sightline/core';
+import { createStripeProcessor } from '@sightline/core/payments/stripe';
+import { Redis } from 'ioredis';
+
+/** Supabase's runtime keeps an isolate alive for promises handed to waitUntil. */
+declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
 
 /**
  * The Deno entry point shared by every Supabase function: parse the environment once, build the
@@ -72,12 +81,21 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDep
     if (!env.DATABASE_URL) throw new Error('DATABASE_URL (or SUPABASE_DB_URL) must be set');
     db = connectPostgres({ url: env.DATABASE_URL, max: env.DATABASE_POOL_MAX, prepare: env.DATABASE_PREPARE });
   }
+  const policy = { limit: env.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 };
+  // Without Redis each isolate counts alone; set REDIS_URL for one limit across the fleet.
+  const rateLimiter = env.REDIS_URL ? createRedisRateLimiter(new Redis(env.REDIS_URL), policy) : createMemoryRateLimiter(policy);
+  const background = createBackgroundRunner(jsonLogger, (p) => {
+    if (typeof EdgeRuntime !== 'undefined') EdgeRuntime.waitUntil(p);
+  });
   return {
     db,
     keyring: await createKeyring(env.SIGHTLINE_SECRET),
     webhooks: denoWebhookTransport(env.ALLOW_PRIVATE_WEBHOOKS),
     allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     log: jsonLogger,
+    rateLimiter,
+    payments: env.PAYMENTS_PROVIDER === 'stripe' && env.STRIPE_SECRET_KEY ? createStripeProcessor(env.STRIPE_SECRET_KEY) : builtinProcessor,
+    background: (name, task) => background.run(name, task),
   };
 }
 

@@ -4,6 +4,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { Caller, CoreDeps, PartnerCtx } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { authenticateKey, authenticatePartner } from '../verbs/auth.ts';
+import { assertPoolHasIds } from '../verbs/ledger.ts';
 
 export type HonoEnv = { Variables: { deps: CoreDeps; requestId: string; caller: Caller } };
 export type FunctionApp = OpenAPIHono<HonoEnv>;
@@ -17,6 +18,11 @@ export interface FunctionDefinition {
   method: 'GET' | 'POST';
   /** `partner`: the designated master key of a partner account; `key`: any active key. */
   auth: 'partner' | 'key';
+  /**
+   * Partner routes pass the API-wide rate limit and the out-of-IDs 402 guard unless exempt
+   * (partner-pool-state is: it is how a partner finds out why everything else says 402).
+   */
+  exemptFromPartnerLimits?: boolean;
   register(app: FunctionApp): void;
 }
 
@@ -103,6 +109,30 @@ function authenticate(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
   };
 }
 
+/**
+ * The API-wide rate limit, then the out-of-IDs guard. A refused request is refused before any work,
+ * so it changes nothing. Headers follow the IETF RateLimit fields draft.
+ */
+function partnerLimits(): MiddlewareHandler<HonoEnv> {
+  return async (c, next) => {
+    const { rateLimiter } = c.var.deps;
+    const d = await rateLimiter.hit(c.var.caller.apiKeyId);
+    const headers = {
+      'RateLimit-Policy': `"partner";q=${d.limit};w=${d.windowSeconds}`,
+      RateLimit: `"partner";r=${d.remaining};t=${d.resetSeconds}`,
+    };
+    if (!d.allowed) {
+      throw new AppError(429, `rate limit of ${d.limit} requests per ${d.windowSeconds} s reached; retry in ${d.resetSeconds} s`, {}, {
+        ...headers,
+        'Retry-After': String(d.resetSeconds),
+      });
+    }
+    await assertPoolHasIds({ ctx: c.var.deps, input: { accountId: c.var.caller.accountId } });
+    await next();
+    for (const [k, v] of Object.entries(headers)) c.header(k, v);
+  };
+}
+
 /** The verb context for a request on a partner route. */
 export function partnerCtx(c: Context<HonoEnv>): PartnerCtx {
   return { ...c.var.deps, caller: c.var.caller };
@@ -113,6 +143,7 @@ export function createFunctionApp(def: FunctionDefinition): FunctionApp {
   const app = new OpenAPIHono<HonoEnv>({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/', guardRequest(def), authenticate(def));
+  if (def.auth === 'partner' && !def.exemptFromPartnerLimits) app.use('/', partnerLimits());
   def.register(app);
   return app;
 }

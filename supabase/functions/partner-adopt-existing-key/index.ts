@@ -1,0 +1,4 @@
+import { partnerAdoptExistingKey } from '../../../functions/partner-adopt-existing-key/route.ts';
+import { serveFunction } from '../_shared/host.ts';
+
+await serveFunction(partnerAdoptExistingKey);

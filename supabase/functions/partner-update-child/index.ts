@@ -1,0 +1,4 @@
+import { partnerUpdateChild } from '../../../functions/partner-update-child/route.ts';
+import { serveFunction } from '../_shared/host.ts';
+
+await serveFunction(partnerUpdateChild);
