@@ -1,11 +1,11 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { partnerCtx, transferTopup, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, errorResponses, jsonBody, limitedPartnerErrors, Uuid } from '../_shared/schemas.ts';
+import { accessKeyHeader, errorResponses, jsonBody, limitedPartnerErrors, Uuid, whenGiven } from '../_shared/schemas.ts';
 
 export const TransferBody = z
   .object({
     child_api_key_id: Uuid,
-    amount: z.number({ message: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer').max(1_000_000_000),
+    amount: z.number(whenGiven('must be a positive integer')).int('must be a positive integer').positive('must be a positive integer').max(1_000_000_000),
   })
   .strict()
   .openapi('TransferTopupRequest');

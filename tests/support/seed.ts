@@ -21,3 +21,24 @@ export async function seedDirectAccount(deps: CoreDeps, name = 'Direct') {
 export async function seedDirectKey(deps: CoreDeps, accountId: string) {
   return createDirectKey({ ctx: deps, input: { accountId, domain: uniqueDomain('own') } });
 }
+
+export interface CreatedChildBody {
+  child: { api_key_id: string; child_user_id: string; key: string };
+  website: { id: string; domain: string; tracking_script_id: string };
+  subscription: { id: string; current_period_end: string };
+}
+
+/** Creates a managed child through the public API and returns the 201 body. */
+export async function createChildVia(
+  env: { app: { request: (url: string, init: RequestInit) => Response | Promise<Response> } },
+  partnerKey: string,
+  body: Record<string, unknown> = {},
+): Promise<CreatedChildBody> {
+  const res = await env.app.request('http://localhost/functions/v1/partner-create-child-key', {
+    method: 'POST',
+    headers: { 'x-access-key': partnerKey, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Child', domain: uniqueDomain('child'), ...body }),
+  });
+  if (res.status !== 201) throw new Error(`create child failed: ${res.status} ${await res.text()}`);
+  return (await res.json()) as CreatedChildBody;
+}

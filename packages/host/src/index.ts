@@ -5,3 +5,4 @@ export * from './migrations.ts';
 export * from './operator-commands.ts';
 export * from './server.ts';
 export * from './webhook-transport.ts';
+export * from './scheduler.ts';

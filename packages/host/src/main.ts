@@ -1,8 +1,9 @@
 import { serve } from '@hono/node-server';
-import { AppError, createPartner, isEmptyDatabase, parseEnv } from '@sightline/core';
+import { AppError, createPartner, isEmptyDatabase, parseEnv, rollOverDuePeriods } from '@sightline/core';
 import { buildHostDeps, migrateDatabase } from './deps.ts';
 import { runOperatorCommand } from './operator-commands.ts';
 import { removeRuntimeFile, tokensEqual, writeRuntimeFile } from './runtime-file.ts';
+import { startScheduler } from './scheduler.ts';
 import { createHostApp, FUNCTIONS_PREFIX } from './server.ts';
 
 /** `npm start`: one process serving every function, on PGlite unless DATABASE_URL is set. */
@@ -54,12 +55,18 @@ async function main() {
     process.stdout.write(`${lines.join('\n')}\n`);
   });
 
+  const scheduler = startScheduler(
+    [{ name: 'period-rollover', everyMs: env.ROLLOVER_INTERVAL_SECONDS * 1000, run: () => rollOverDuePeriods({ ctx: deps, input: {} }) }],
+    deps.log,
+  );
+
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     deps.log.info('shutting down', { signal });
     server.close();
+    await scheduler.stop();
     if (embedded) await removeRuntimeFile(env.DATA_DIR);
     await deps.close();
     process.exit(0);

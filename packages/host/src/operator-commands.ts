@@ -1,8 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import {
   AppError,
+  configureAutoReload,
+  consumeIdentification,
   createDirectAccount,
   createDirectKey,
   createPartner,
+  creditTopup,
+  recordInvoice,
+  rollOverDuePeriods,
+  setBilling,
+  settleInvoice,
   type CoreDeps,
 } from '@sightline/core';
 import { z } from 'zod';
@@ -13,6 +21,9 @@ import { z } from 'zod';
  */
 const int = (name: string) =>
   z.coerce.number({ message: `--${name} must be a number` }).int(`--${name} must be a whole number`).min(0);
+const bool = (name: string) =>
+  z.enum(['true', 'false'], { message: `--${name} must be true or false` }).transform((v) => v === 'true');
+const uuid = (name: string) => z.guid({ message: `--${name} must be a uuid` });
 
 const commands = {
   'create-partner': {
@@ -52,6 +63,108 @@ const commands = {
       const f = a as { 'account-id': string; domain: string };
       return createDirectKey({ ctx: deps, input: { accountId: f['account-id'], domain: f.domain } });
     },
+  },
+  'purchase-topup': {
+    usage: 'purchase-topup (--account-id A | --child-id C) --amount N [--payment-ref REF]',
+    schema: z.object({
+      'account-id': uuid('account-id').optional(),
+      'child-id': uuid('child-id').optional(),
+      amount: int('amount').refine((n) => n > 0, '--amount must be positive'),
+      'payment-ref': z.string().min(1).optional(),
+    }),
+    run: (deps: CoreDeps, a: Record<string, unknown>) => {
+      const f = a as { 'account-id'?: string; 'child-id'?: string; amount: number; 'payment-ref'?: string };
+      if (!f['account-id'] === !f['child-id']) throw new AppError(400, 'give exactly one of --account-id (pool) or --child-id');
+      return creditTopup({
+        ctx: deps,
+        input: {
+          // A replayed confirmation with the same reference credits nothing.
+          paymentRef: f['payment-ref'] ?? `operator_${randomUUID()}`,
+          poolAccountId: f['account-id'],
+          childApiKeyId: f['child-id'],
+          amount: f.amount,
+          source: f['child-id'] ? 'purchase' : 'operator',
+        },
+      });
+    },
+  },
+  'set-auto-reload': {
+    usage: 'set-auto-reload --account-id A [--enabled true|false] [--threshold N] [--amount N] [--card pm_x] [--customer cus_x]',
+    schema: z.object({
+      'account-id': uuid('account-id'),
+      enabled: bool('enabled').optional(),
+      threshold: int('threshold').optional(),
+      amount: int('amount').refine((n) => n > 0, '--amount must be positive').optional(),
+      card: z.string().min(1).optional(),
+      customer: z.string().min(1).optional(),
+    }),
+    run: (deps: CoreDeps, a: Record<string, unknown>) => {
+      const f = a as { 'account-id': string; enabled?: boolean; threshold?: number; amount?: number; card?: string; customer?: string };
+      return configureAutoReload({
+        ctx: deps,
+        input: {
+          accountId: f['account-id'],
+          enabled: f.enabled,
+          thresholdIds: f.threshold,
+          topupAmountIds: f.amount,
+          paymentMethodId: f.card,
+          customerId: f.customer,
+        },
+      });
+    },
+  },
+  'set-billing': {
+    usage: 'set-billing --account-id A [--mode prepaid|invoice_monthly] [--per-id-pence P] [--card pm_x] [--quota N]',
+    schema: z.object({
+      'account-id': uuid('account-id'),
+      mode: z.enum(['prepaid', 'invoice_monthly'], { message: '--mode must be prepaid or invoice_monthly' }).optional(),
+      'per-id-pence': z.coerce.number({ message: '--per-id-pence must be a number' }).positive().optional(),
+      card: z.string().min(1).optional(),
+      quota: int('quota').optional(),
+    }),
+    run: (deps: CoreDeps, a: Record<string, unknown>) => {
+      const f = a as { 'account-id': string; mode?: 'prepaid' | 'invoice_monthly'; 'per-id-pence'?: number; card?: string; quota?: number };
+      return setBilling({
+        ctx: deps,
+        input: { accountId: f['account-id'], mode: f.mode, perIdPence: f['per-id-pence'], card: f.card, quota: f.quota },
+      });
+    },
+  },
+  'record-invoice': {
+    usage: 'record-invoice --account-id A --amount-pence P [--ids N]',
+    schema: z.object({
+      'account-id': uuid('account-id'),
+      'amount-pence': z.coerce.number({ message: '--amount-pence must be a number' }).positive(),
+      ids: int('ids').optional(),
+    }),
+    run: (deps: CoreDeps, a: Record<string, unknown>) => {
+      const f = a as { 'account-id': string; 'amount-pence': number; ids?: number };
+      return recordInvoice({ ctx: deps, input: { accountId: f['account-id'], amountPence: f['amount-pence'], ids: f.ids } });
+    },
+  },
+  'settle-invoice': {
+    usage: 'settle-invoice --invoice-id I',
+    schema: z.object({ 'invoice-id': uuid('invoice-id') }),
+    run: (deps: CoreDeps, a: Record<string, unknown>) =>
+      settleInvoice({ ctx: deps, input: { invoiceId: (a as { 'invoice-id': string })['invoice-id'] } }),
+  },
+  consume: {
+    usage: 'consume --key-id K [--count N]   (use IDs as identifications would)',
+    schema: z.object({ 'key-id': uuid('key-id'), count: int('count').optional() }),
+    run: async (deps: CoreDeps, a: Record<string, unknown>) => {
+      const f = a as { 'key-id': string; count?: number };
+      const outcomes: Record<string, number> = {};
+      for (let i = 0; i < (f.count ?? 1); i++) {
+        const r = await consumeIdentification({ ctx: deps, input: { apiKeyId: f['key-id'] } });
+        outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+      }
+      return { key_id: f['key-id'], outcomes };
+    },
+  },
+  'roll-over': {
+    usage: 'roll-over   (run the period rollover sweep now)',
+    schema: z.object({}),
+    run: (deps: CoreDeps) => rollOverDuePeriods({ ctx: deps, input: {} }),
   },
 } as const;
 
