@@ -1,0 +1,150 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { consumeIdentification, rollOverDuePeriods, silentLogger } from '@sightline/core';
+import { runOperatorCommand, startScheduler } from '@sightline/host';
+import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { createChildVia, seedDirectKey, seedPartner } from './support/seed.ts';
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await createTestEnv();
+});
+afterAll(() => env.close());
+
+const consume = (apiKeyId: string) => consumeIdentification({ ctx: env.deps, input: { apiKeyId } });
+const DAY = 86400_000;
+
+async function endPoolPeriod(accountId: string, endedAgo: string) {
+  await env.db`update pools set current_period_start = now() - interval '30 days' - ${endedAgo}::interval,
+                               current_period_end = now() - ${endedAgo}::interval
+               where account_id = ${accountId}`;
+}
+
+describe('pool period rollover', () => {
+  it('resets pool usage, starts the next period at max(end, now) and applies a queued pool quota decrease', async () => {
+    const p = await seedPartner(env.deps, { quota: 50 });
+    const own = await seedDirectKey(env.deps, p.account_id);
+    for (let i = 0; i < 7; i++) await consume(own.api_key_id);
+    await runOperatorCommand(env.deps, 'set-billing', { 'account-id': p.account_id, quota: '20' });
+    await endPoolPeriod(p.account_id, '3 days');
+    const now = new Date();
+    const result = await rollOverDuePeriods({ ctx: env.deps, input: { now } });
+    expect(result.pools).toBeGreaterThanOrEqual(1);
+    const pool = (await call(env, 'partner-pool-state', { key: p.key })).body.pool as Json;
+    expect(pool).toMatchObject({ ids_used_this_period: 0, monthly_id_quota: 20 });
+    expect(Date.parse(pool.current_period_start as string)).toBe(now.getTime());
+    expect(Date.parse(pool.current_period_end as string)).toBe(now.getTime() + 30 * DAY);
+    expect((await rollOverDuePeriods({ ctx: env.deps, input: { now } })).pools).toBe(0);
+  });
+
+  it('turns a monthly-invoice period’s overage into an outstanding invoice at the per-ID rate', async () => {
+    const p = await seedPartner(env.deps, { billing: 'invoice_monthly', quota: 3, card: 'pm_x', perIdPence: 2.5 });
+    const own = await seedDirectKey(env.deps, p.account_id);
+    const sources = [];
+    for (let i = 0; i < 5; i++) sources.push((await consume(own.api_key_id)).pool_source);
+    expect(sources).toEqual(['quota', 'quota', 'quota', 'overage', 'overage']);
+    await endPoolPeriod(p.account_id, '1 hour');
+    await rollOverDuePeriods({ ctx: env.deps, input: {} });
+    const invoices = await env.db<{ ids_used: number; overage_ids: number; amount_pence: number; status: string }>`
+      select ids_used, overage_ids, amount_pence::float8 as amount_pence, status from invoices i
+      join pools p on p.id = i.pool_id where p.account_id = ${p.account_id}`;
+    expect(invoices).toEqual([{ ids_used: 5, overage_ids: 2, amount_pence: 5, status: 'outstanding' }]);
+    // The outstanding invoice now blocks new children until it is settled.
+    const blocked = await call(env, 'partner-create-child-key', { key: p.key, body: { name: 'x', domain: 'blocked-by-invoice.example.com' } });
+    expect(blocked.status).toBe(409);
+  });
+
+  it('records a period without overage as a paid zero invoice', async () => {
+    const p = await seedPartner(env.deps, { billing: 'invoice_monthly', quota: 10, card: 'pm_x', perIdPence: 2 });
+    await endPoolPeriod(p.account_id, '1 hour');
+    await rollOverDuePeriods({ ctx: env.deps, input: {} });
+    const [inv] = await env.db<{ status: string; amount_pence: number }>`
+      select status, amount_pence::float8 as amount_pence from invoices i join pools p on p.id = i.pool_id where p.account_id = ${p.account_id}`;
+    expect(inv).toEqual({ status: 'paid', amount_pence: 0 });
+  });
+
+  it('rolls children in bounded batches until none is due', async () => {
+    const p = await seedPartner(env.deps, { quota: 1000 });
+    const kids = await Promise.all(Array.from({ length: 7 }, () => createChildVia(env, p.key, { monthly_id_quota: 2 })));
+    for (const k of kids) {
+      await env.db`update child_subscriptions set current_period_end = now() - interval '1 minute', current_period_start = now() - interval '31 days'
+                   where api_key_id = ${k.child.api_key_id}`;
+    }
+    const result = await rollOverDuePeriods({ ctx: env.deps, input: { batchSize: 3 } });
+    expect(result.children).toBe(7);
+  });
+});
+
+describe('operator commands', () => {
+  it('purchase-topup credits a pool once per payment reference and refuses ambiguous targets', async () => {
+    const p = await seedPartner(env.deps, { quota: 0 });
+    const flags = { 'account-id': p.account_id, amount: '25', 'payment-ref': 'inv-2026-11-0001' };
+    expect(await runOperatorCommand(env.deps, 'purchase-topup', flags)).toEqual({ credited: true });
+    expect(await runOperatorCommand(env.deps, 'purchase-topup', flags)).toEqual({ credited: false });
+    expect(((await call(env, 'partner-pool-state', { key: p.key })).body.pool as Json).topup_balance).toBe(25);
+    await expect(runOperatorCommand(env.deps, 'purchase-topup', { amount: '5' })).rejects.toThrow(/exactly one/);
+    await expect(runOperatorCommand(env.deps, 'purchase-topup', { 'account-id': p.account_id, amount: '0' })).rejects.toThrow(/positive/);
+  });
+
+  it('record-invoice and settle-invoice gate child creation on monthly-invoice billing', async () => {
+    const p = await seedPartner(env.deps, { quota: 10 });
+    await runOperatorCommand(env.deps, 'set-billing', { 'account-id': p.account_id, mode: 'invoice_monthly', 'per-id-pence': '1.5', card: 'pm_visa' });
+    const inv = (await runOperatorCommand(env.deps, 'record-invoice', { 'account-id': p.account_id, 'amount-pence': '1200' })) as { invoice_id: string };
+    const body = { name: 'x', domain: `inv-gate-${Date.now()}.example.com` };
+    expect((await call(env, 'partner-create-child-key', { key: p.key, body })).status).toBe(409);
+    expect(await runOperatorCommand(env.deps, 'settle-invoice', { 'invoice-id': inv.invoice_id })).toMatchObject({ status: 'paid' });
+    expect((await call(env, 'partner-create-child-key', { key: p.key, body })).status).toBe(201);
+    await expect(runOperatorCommand(env.deps, 'settle-invoice', { 'invoice-id': inv.invoice_id })).rejects.toThrow(/no outstanding invoice/);
+  });
+
+  it('consume and roll-over run the ledger verbs', async () => {
+    const p = await seedPartner(env.deps, { quota: 100 });
+    const c = await createChildVia(env, p.key, { monthly_id_quota: 2 });
+    expect(await runOperatorCommand(env.deps, 'consume', { 'key-id': c.child.api_key_id, count: '3' })).toEqual({
+      key_id: c.child.api_key_id,
+      outcomes: { consumed: 2, suspended: 1 },
+    });
+    expect(await runOperatorCommand(env.deps, 'roll-over', {})).toMatchObject({ children: expect.any(Number) as unknown });
+  });
+
+  it('rejects unknown flags and commands with the usage', async () => {
+    await expect(runOperatorCommand(env.deps, 'set-auto-reload', { 'account-id': '00000000-0000-4000-8000-000000000000', colour: 'x' })).rejects.toThrow(/colour/);
+    await expect(runOperatorCommand(env.deps, 'frobnicate', {})).rejects.toThrow(/unknown command/);
+  });
+});
+
+describe('scheduler', () => {
+  it('never overlaps a job with itself and waits for a running job on stop', async () => {
+    vi.useFakeTimers();
+    try {
+      let running = 0;
+      let maxRunning = 0;
+      let runs = 0;
+      let release: () => void = () => {};
+      const job = {
+        name: 'slow',
+        everyMs: 1000,
+        run: async () => {
+          running++;
+          runs++;
+          maxRunning = Math.max(maxRunning, running);
+          await new Promise<void>((r) => (release = r));
+          running--;
+        },
+      };
+      const s = startScheduler([job], silentLogger, 10);
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(runs).toBe(1);
+      expect(maxRunning).toBe(1);
+      release();
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(runs).toBe(2);
+      const stopped = s.stop();
+      release();
+      await stopped;
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(runs).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
