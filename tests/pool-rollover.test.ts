@@ -148,3 +148,54 @@ describe('scheduler', () => {
     }
   });
 });
+
+describe('fixes found by the concurrency review', () => {
+  it('gives events of one transaction strictly increasing timestamps (period_rolled before reactivated)', async () => {
+    const p = await seedPartner(env.deps, { quota: 100 });
+    const c = await createChildVia(env, p.key, { monthly_id_quota: 1 });
+    await consume(c.child.api_key_id);
+    await env.db`update child_subscriptions set current_period_end = now() - interval '1 minute', current_period_start = now() - interval '31 days'
+                 where api_key_id = ${c.child.api_key_id}`;
+    await rollOverDuePeriods({ ctx: env.deps, input: {} });
+    const rows = await env.db<{ body: string; seq: number }>`
+      select body, seq::int as seq from events where child_api_key_id = ${c.child.api_key_id} order by seq`;
+    const events = rows.map((r) => JSON.parse(r.body) as { event: string; timestamp: string });
+    expect(events.map((e) => e.event)).toEqual(['child.created', 'child.suspended', 'child.period_rolled', 'child.reactivated']);
+    const rolled = events[2]?.timestamp ?? '';
+    const reactivated = events[3]?.timestamp ?? '';
+    expect(Date.parse(reactivated)).toBeGreaterThan(Date.parse(rolled));
+  });
+
+  it('spends a child’s own top-up when its prepaid pool cannot fund a quota ID', async () => {
+    const p = await seedPartner(env.deps, { quota: 5, topup: 2 });
+    const c = await createChildVia(env, p.key, { monthly_id_quota: 10 });
+    await call(env, 'partner-transfer-topup', { key: p.key, body: { child_api_key_id: c.child.api_key_id, amount: 2 } });
+    await env.db`update pools set ids_used_this_period = monthly_id_quota where account_id = ${p.account_id}`;
+    expect(await consume(c.child.api_key_id)).toEqual({ outcome: 'consumed', child_source: 'topup', pool_source: null });
+    expect(await consume(c.child.api_key_id)).toEqual({ outcome: 'consumed', child_source: 'topup', pool_source: null });
+    expect((await consume(c.child.api_key_id)).outcome).toBe('pool_exhausted');
+    const [k] = await env.db<{ status: string }>`select status from api_keys where id = ${c.child.api_key_id}`;
+    expect(k?.status).toBe('active');
+  });
+
+  it('waits for a child that a consumer holds instead of leaving it for the next sweep', async () => {
+    const p = await seedPartner(env.deps, { quota: 100 });
+    const c = await createChildVia(env, p.key, { monthly_id_quota: 3 });
+    await env.db`update child_subscriptions set current_period_end = now() - interval '1 minute', current_period_start = now() - interval '31 days'
+                 where api_key_id = ${c.child.api_key_id}`;
+    let locked: () => void = () => {};
+    const hasLock = new Promise<void>((r) => (locked = r));
+    const holder = env.db.begin(async (tx) => {
+      await tx`select 1 from child_subscriptions where api_key_id = ${c.child.api_key_id} for update`;
+      locked();
+      await new Promise((r) => setTimeout(r, 300));
+    });
+    await hasLock;
+    const result = await rollOverDuePeriods({ ctx: env.deps, input: {} });
+    await holder;
+    expect(result.children).toBeGreaterThanOrEqual(1);
+    const [s] = await env.db<{ due: boolean }>`
+      select current_period_end <= now() as due from child_subscriptions where api_key_id = ${c.child.api_key_id}`;
+    expect(s?.due).toBe(false);
+  });
+});

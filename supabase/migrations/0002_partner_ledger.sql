@@ -1,9 +1,10 @@
 -- The ID ledger and the partner lifecycle: consumption, suspension and reactivation, updates,
 -- adoption, rotation, transfers, release, top-ups, auto-reload bookkeeping and period rollover.
 --
--- Lock order, everywhere: child_subscriptions row → api_keys row → pools row. Every function that
--- touches more than one of them takes the locks in that order, so concurrent consumers, transfers,
--- updates and the rollover sweep can wait for each other but never deadlock.
+-- Locking: every function that changes a child locks that child's child_subscriptions row first; it
+-- serialises everything about one child. Key and pool rows are locked only after it (and a pool row
+-- is only ever held together with at most one child's rows), so concurrent consumers, transfers,
+-- updates, releases and the rollover sweep wait for each other but never deadlock.
 
 -- Why a key is suspended: only quota exhaustion is lifted automatically (quota increase, rollover,
 -- top-up); a partner's manual suspension stays until the partner changes it.
@@ -24,6 +25,34 @@ alter table pools
   -- IDs consumed beyond quota and top-up on monthly-invoice billing, invoiced at rollover.
   add column overage_ids_this_period integer not null default 0 check (overage_ids_this_period >= 0),
   add constraint pools_overage_only_on_invoice check (pool_billing_mode = 'invoice_monthly' or overage_ids_this_period = 0);
+
+-- Receivers reconcile by the envelope timestamp; within one transaction several events can fall in
+-- the same millisecond, so sl_emit keeps timestamps strictly increasing per transaction and `seq`
+-- gives the outbox a total order of insertion.
+alter table events add column seq bigint generated always as identity;
+create unique index events_seq on events (seq);
+
+create or replace function sl_emit(p_partner uuid, p_child uuid, p_event text, p_data jsonb, p_destination text default 'partner')
+returns uuid
+language plpgsql as $$
+declare
+  v_id uuid;
+  v_at timestamptz := date_trunc('milliseconds', clock_timestamp());
+  v_last text := current_setting('sl.last_event_at', true);
+begin
+  if v_last is not null and v_last <> '' and v_at <= v_last::timestamptz then
+    v_at := v_last::timestamptz + interval '1 millisecond';
+  end if;
+  perform set_config('sl.last_event_at', v_at::text, true);
+  insert into events (partner_account_id, child_api_key_id, destination, event, body)
+  values (
+    p_partner, p_child, p_destination, p_event,
+    jsonb_build_object('event', p_event, 'timestamp', sl_iso(v_at), 'data', p_data)::text
+  )
+  returning id into v_id;
+  return v_id;
+end
+$$;
 
 create table key_rotations (
   id              uuid primary key default gen_random_uuid(),
@@ -216,19 +245,25 @@ begin
 
   if s.ids_used_this_period < s.monthly_id_quota then
     select id into v_pool from pools where account_id = v_partner;
-    if v_pool is null then
-      return query select 'pool_exhausted', null::text, null::text, null::uuid;
-      return;
+    if v_pool is not null then
+      v_pool_src := sl_take_pool_id(v_pool);
     end if;
-    v_pool_src := sl_take_pool_id(v_pool);
-    if v_pool_src is null then
+    if v_pool_src is not null then
+      update child_subscriptions set ids_used_this_period = ids_used_this_period + 1 where id = s.id;
+      v_child_src := 'quota';
+    elsif s.topup_balance = 0 then
+      -- The pool cannot fund the quota and the child owns nothing: no identification, no suspension
+      -- (the pool ran out, not the child); a reload, if one can fire, is claimed for the caller.
       return query select 'pool_exhausted', null::text, null::text,
-        case when sl_claim_reload(v_pool) then v_pool end;
+        case when v_pool is not null and sl_claim_reload(v_pool) then v_pool end;
       return;
+    else
+      -- The child's own top-up IDs are paid for; they do not need the pool.
+      v_reload := case when v_pool is not null and sl_claim_reload(v_pool) then v_pool end;
+      v_pool := null;
     end if;
-    update child_subscriptions set ids_used_this_period = ids_used_this_period + 1 where id = s.id;
-    v_child_src := 'quota';
-  elsif s.topup_balance > 0 then
+  end if;
+  if v_child_src is null and s.topup_balance > 0 then
     update child_subscriptions
     set topup_balance = topup_balance - 1,
         last_consumption_event_at = case
@@ -245,7 +280,7 @@ begin
         'delta', -1,
         'reason', 'consumption'));
     end if;
-  else
+  elsif v_child_src is null then
     -- Active but nothing to spend (created with quota 0 and no top-up): paused, not suspended.
     return query select 'no_ids', null::text, null::text, null::uuid;
     return;
@@ -262,7 +297,7 @@ begin
   end if;
 
   return query select 'consumed', v_child_src, v_pool_src,
-    case when v_pool is not null and v_pool_src is not null and sl_claim_reload(v_pool) then v_pool end;
+    coalesce(v_reload, case when v_pool is not null and v_pool_src is not null and sl_claim_reload(v_pool) then v_pool end);
 end
 $$;
 
@@ -673,64 +708,92 @@ begin
 end
 $$;
 
-/*
- * The hourly rollover of managed children whose period has ended: usage → 0, a queued decrease
- * applies, new end = max(previous end, now) + 30 days. Bounded batch, SKIP LOCKED, so replicas
- * running it together share the work and a second run finds nothing due.
- */
-create function sl_roll_over_children(p_now timestamptz, p_limit integer)
-returns integer
+-- Rolls one due child whose subscription row the caller has locked; false when it is no longer due.
+create function sl_roll_child(p_sub uuid, p_now timestamptz) returns boolean
 language plpgsql as $$
 declare
   r record;
   v_new_end timestamptz;
   v_partner uuid;
   v_quota integer;
-  v_count integer := 0;
 begin
-  for r in
-    select s.id, s.api_key_id, s.current_period_end, s.monthly_id_quota, s.pending_monthly_id_quota, s.topup_balance,
-           s.status as sub_status, k.parent_api_key_id
-    from child_subscriptions s
-    join api_keys k on k.id = s.api_key_id
-    where s.current_period_end <= p_now and k.parent_api_key_id is not null
-    order by s.current_period_end
-    limit p_limit
-    for update of s skip locked
-  loop
-    v_new_end := greatest(r.current_period_end, p_now) + interval '30 days';
-    v_quota := coalesce(r.pending_monthly_id_quota, r.monthly_id_quota);
-    update child_subscriptions set
-      ids_used_this_period = 0,
-      monthly_id_quota = v_quota,
-      pending_monthly_id_quota = null,
-      current_period_start = greatest(r.current_period_end, p_now),
-      current_period_end = v_new_end
-    where id = r.id;
-    v_partner := sl_partner_of(r.parent_api_key_id);
-    perform sl_emit(v_partner, r.api_key_id, 'child.period_rolled', jsonb_build_object(
+  select s.id, s.api_key_id, s.current_period_end, s.monthly_id_quota, s.pending_monthly_id_quota, s.topup_balance,
+         s.status as sub_status, k.parent_api_key_id, k.name, k.status
+  into r
+  from child_subscriptions s join api_keys k on k.id = s.api_key_id
+  where s.id = p_sub and s.current_period_end <= p_now and k.parent_api_key_id is not null;
+  if r.id is null then
+    return false;
+  end if;
+  v_new_end := greatest(r.current_period_end, p_now) + interval '30 days';
+  v_quota := coalesce(r.pending_monthly_id_quota, r.monthly_id_quota);
+  update child_subscriptions set
+    ids_used_this_period = 0,
+    monthly_id_quota = v_quota,
+    pending_monthly_id_quota = null,
+    current_period_start = greatest(r.current_period_end, p_now),
+    current_period_end = v_new_end
+  where id = r.id;
+  v_partner := sl_partner_of(r.parent_api_key_id);
+  perform sl_emit(v_partner, r.api_key_id, 'child.period_rolled', jsonb_build_object(
+    'child_api_key_id', r.api_key_id,
+    'previous_period_end', sl_iso(r.current_period_end),
+    'new_period_end', sl_iso(v_new_end),
+    'monthly_id_quota', v_quota,
+    'ids_used_this_period', 0,
+    'topup_balance', r.topup_balance));
+  if v_quota <> r.monthly_id_quota then
+    -- A queued decrease appears in child.updated's delta when it applies.
+    perform sl_emit(v_partner, r.api_key_id, 'child.updated', jsonb_build_object(
       'child_api_key_id', r.api_key_id,
-      'previous_period_end', sl_iso(r.current_period_end),
-      'new_period_end', sl_iso(v_new_end),
+      'delta', jsonb_build_object('monthly_id_quota', v_quota),
+      'name', r.name,
+      'status', r.status,
       'monthly_id_quota', v_quota,
       'ids_used_this_period', 0,
-      'topup_balance', r.topup_balance));
-    if v_quota <> r.monthly_id_quota then
-      -- A queued decrease appears in child.updated's delta when it applies.
-      perform sl_emit(v_partner, r.api_key_id, 'child.updated', jsonb_build_object(
-        'child_api_key_id', r.api_key_id,
-        'delta', jsonb_build_object('monthly_id_quota', v_quota),
-        'name', (select name from api_keys where id = r.api_key_id),
-        'status', (select status from api_keys where id = r.api_key_id),
-        'monthly_id_quota', v_quota,
-        'ids_used_this_period', 0,
-        'topup_balance', r.topup_balance,
-        'current_period_end', sl_iso(v_new_end),
-        'sub_status', r.sub_status));
-    end if;
-    perform sl_reactivate_if_able(v_partner, r.api_key_id, 'period_rolled');
-    v_count := v_count + 1;
-  end loop;
+      'topup_balance', r.topup_balance,
+      'current_period_end', sl_iso(v_new_end),
+      'sub_status', r.sub_status));
+  end if;
+  perform sl_reactivate_if_able(v_partner, r.api_key_id, 'period_rolled');
+  return true;
+end
+$$;
+
+/*
+ * The hourly rollover of managed children whose period has ended: usage → 0, a queued decrease
+ * applies, new end = max(previous end, now) + 30 days. Bounded batches. With p_skip_locked (the
+ * normal passes) rows locked by another sweep or a busy consumer are skipped, so replicas share the
+ * work; the final pass (p_skip_locked = false) waits for the busy ones instead of leaving them for
+ * an hour. Postgres re-checks the due condition on a row another sweep has just rolled, so waiting
+ * never rolls a child twice, and a second run finds nothing due.
+ */
+create function sl_roll_over_children(p_now timestamptz, p_limit integer, p_skip_locked boolean default true)
+returns integer
+language plpgsql as $$
+declare
+  r record;
+  v_count integer := 0;
+begin
+  if p_skip_locked then
+    for r in
+      select s.id from child_subscriptions s join api_keys k on k.id = s.api_key_id
+      where s.current_period_end <= p_now and k.parent_api_key_id is not null
+      order by s.current_period_end, s.id limit p_limit
+      for update of s skip locked
+    loop
+      if sl_roll_child(r.id, p_now) then v_count := v_count + 1; end if;
+    end loop;
+  else
+    for r in
+      select s.id from child_subscriptions s join api_keys k on k.id = s.api_key_id
+      where s.current_period_end <= p_now and k.parent_api_key_id is not null
+      order by s.current_period_end, s.id limit p_limit
+      for update of s
+    loop
+      if sl_roll_child(r.id, p_now) then v_count := v_count + 1; end if;
+    end loop;
+  end if;
   return v_count;
 end
 $$;

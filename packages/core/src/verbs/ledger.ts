@@ -135,7 +135,13 @@ export async function rollOverDuePeriods({
   let children = 0;
   let pools = 0;
   for (;;) {
-    const [r] = await ctx.db<{ n: number }>`select sl_roll_over_children(${now}::timestamptz, ${batch}) as n`;
+    const [r] = await ctx.db<{ n: number }>`select sl_roll_over_children(${now}::timestamptz, ${batch}, true) as n`;
+    children += r?.n ?? 0;
+    if ((r?.n ?? 0) < batch) break;
+  }
+  // Children skipped because a consumer held them: wait for those rather than leave them an hour.
+  for (;;) {
+    const [r] = await ctx.db<{ n: number }>`select sl_roll_over_children(${now}::timestamptz, ${batch}, false) as n`;
     children += r?.n ?? 0;
     if ((r?.n ?? 0) < batch) break;
   }
