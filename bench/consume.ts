@@ -2,17 +2,15 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import postgres from 'postgres';
 import {
-  builtinProcessor,
   connectPostgres,
   consumeIdentification,
-  createBackgroundRunner,
   createChildKey,
+  createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
   createPartner,
   migrate,
   silentLogger,
-  type CoreDeps,
   type Database,
 } from '@sightline/core';
 import { createNodeWebhookTransport, loadMigrations, openPglite } from '@sightline/host';
@@ -72,19 +70,17 @@ export async function run(): Promise<void> {
   const seconds = benchDuration();
   const { db, kind, drop } = await openDatabase();
   const webhooks = createNodeWebhookTransport({ allowPrivate: false });
-  const background = createBackgroundRunner(silentLogger);
+  let drain: () => Promise<void> = async () => {};
   try {
     await migrate(db, await loadMigrations());
-    const deps: CoreDeps = {
+    const deps = createCoreDeps({
       db,
       keyring: await createKeyring('bench-secret-bench-secret-bench-secret!'),
       webhooks,
-      allowPrivateWebhooks: false,
       log: silentLogger,
       rateLimiter: createMemoryRateLimiter({ limit: 1e9, windowSeconds: 60 }),
-      payments: builtinProcessor,
-      background: (name, task) => background.run(name, task),
-    };
+    });
+    drain = () => deps.runner.drain();
     const big = 100_000_000;
     const partner = await createPartner({ ctx: deps, input: { name: 'Bench partner', quota: big } });
     const [caller] = await db<{ id: string; account_id: string }>`select id, account_id from api_keys where id = ${partner.api_key_id}`;
@@ -139,7 +135,7 @@ export async function run(): Promise<void> {
     process.stdout.write(`${lines.join('\n')}\n`);
     if (!exact) process.exitCode = 1;
   } finally {
-    await background.drain();
+    await drain();
     await webhooks.close();
     await drop();
   }

@@ -83,7 +83,8 @@ describe('partner-create-child-key: success', () => {
     const [e] = events;
     expect(e?.event).toBe('child.created');
     expect(e?.partner_account_id).toBe(partner.account_id);
-    expect(e?.delivery_status).toBe('pending');
+    // This partner has no webhook: the event is kept, and never sent.
+    expect(e?.delivery_status).toBe('no_destination');
     const envelope = JSON.parse(e?.body ?? '{}') as { event: string; timestamp: string; data: Json };
     expect(envelope.event).toBe('child.created');
     expect(Number.isNaN(Date.parse(envelope.timestamp))).toBe(false);

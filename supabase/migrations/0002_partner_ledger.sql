@@ -188,7 +188,7 @@ $$;
  * reload_pool_id: set when this call claimed an auto-reload for that pool (the caller charges it).
  */
 create function sl_consume_id(p_key uuid)
-returns table (outcome text, child_source text, pool_source text, reload_pool_id uuid)
+returns table (outcome text, child_source text, pool_source text, reload_pool_id uuid, partner_account_id uuid, emitted boolean)
 language plpgsql as $$
 #variable_conflict use_column
 declare
@@ -199,11 +199,12 @@ declare
   v_child_src text;
   v_pool_src text;
   v_reload uuid;
+  v_emitted boolean := false;
 begin
   select * into s from child_subscriptions where api_key_id = p_key for update;
   select * into k from api_keys where id = p_key;
   if k.id is null then
-    return query select 'unknown_key', null::text, null::text, null::uuid;
+    return query select 'unknown_key', null::text, null::text, null::uuid, v_partner, v_emitted;
     return;
   end if;
 
@@ -211,34 +212,34 @@ begin
     -- A direct tracker: a partner's own trackers draw on its pool; other accounts are not metered here.
     select id into v_pool from pools where account_id = k.account_id;
     if v_pool is null then
-      return query select 'not_metered', null::text, null::text, null::uuid;
+      return query select 'not_metered', null::text, null::text, null::uuid, v_partner, v_emitted;
       return;
     end if;
     if k.status <> 'active' then
-      return query select k.status, null::text, null::text, null::uuid;
+      return query select k.status, null::text, null::text, null::uuid, v_partner, v_emitted;
       return;
     end if;
     v_pool_src := sl_take_pool_id(v_pool);
     if v_pool_src is null then
       return query select 'pool_exhausted', null::text, null::text,
-        case when sl_claim_reload(v_pool) then v_pool end;
+        case when sl_claim_reload(v_pool) then v_pool end, v_partner, v_emitted;
       return;
     end if;
     insert into id_ledger (pool_id, pool_source) values (v_pool, v_pool_src);
-    return query select 'consumed', null::text, v_pool_src, case when sl_claim_reload(v_pool) then v_pool end;
+    return query select 'consumed', null::text, v_pool_src, case when sl_claim_reload(v_pool) then v_pool end, v_partner, v_emitted;
     return;
   end if;
 
   if k.status <> 'active' then
-    return query select k.status, null::text, null::text, null::uuid;
+    return query select k.status, null::text, null::text, null::uuid, v_partner, v_emitted;
     return;
   end if;
   if s.id is null then
-    return query select 'not_metered', null::text, null::text, null::uuid;
+    return query select 'not_metered', null::text, null::text, null::uuid, v_partner, v_emitted;
     return;
   end if;
   if s.status = 'canceled' then
-    return query select 'canceled', null::text, null::text, null::uuid;
+    return query select 'canceled', null::text, null::text, null::uuid, v_partner, v_emitted;
     return;
   end if;
   v_partner := sl_partner_of(k.parent_api_key_id);
@@ -255,7 +256,7 @@ begin
       -- The pool cannot fund the quota and the child owns nothing: no identification, no suspension
       -- (the pool ran out, not the child); a reload, if one can fire, is claimed for the caller.
       return query select 'pool_exhausted', null::text, null::text,
-        case when v_pool is not null and sl_claim_reload(v_pool) then v_pool end;
+        case when v_pool is not null and sl_claim_reload(v_pool) then v_pool end, v_partner, v_emitted;
       return;
     else
       -- The child's own top-up IDs are paid for; they do not need the pool.
@@ -279,10 +280,11 @@ begin
         'topup_balance', s.topup_balance - 1,
         'delta', -1,
         'reason', 'consumption'));
+      v_emitted := true;
     end if;
   elsif v_child_src is null then
     -- Active but nothing to spend (created with quota 0 and no top-up): paused, not suspended.
-    return query select 'no_ids', null::text, null::text, null::uuid;
+    return query select 'no_ids', null::text, null::text, null::uuid, v_partner, v_emitted;
     return;
   end if;
 
@@ -294,10 +296,11 @@ begin
              where id = s.id and ids_used_this_period >= monthly_id_quota and topup_balance = 0) then
     update api_keys set status = 'suspended', suspended_reason = 'quota_exhausted' where id = p_key;
     perform sl_emit(v_partner, p_key, 'child.suspended', sl_balance_data(p_key, 'quota_exhausted'));
+    v_emitted := true;
   end if;
 
   return query select 'consumed', v_child_src, v_pool_src,
-    coalesce(v_reload, case when v_pool is not null and v_pool_src is not null and sl_claim_reload(v_pool) then v_pool end);
+    coalesce(v_reload, case when v_pool is not null and v_pool_src is not null and sl_claim_reload(v_pool) then v_pool end), v_partner, v_emitted;
 end
 $$;
 

@@ -1,6 +1,5 @@
 import {
-  builtinProcessor,
-  createBackgroundRunner,
+  createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
   silentLogger,
@@ -19,6 +18,7 @@ export interface TestEnvOptions {
   pool?: number;
   rateLimiter?: RateLimiter;
   payments?: PaymentProcessor;
+  webhookTimeoutMs?: number;
 }
 
 export interface TestEnv extends TestDatabase {
@@ -33,25 +33,24 @@ export interface TestEnv extends TestDatabase {
 export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {}): Promise<TestEnv> {
   const allowPrivate = opts.allowPrivateWebhooks ?? true;
   const webhooks = createNodeWebhookTransport({ allowPrivate });
-  const background = createBackgroundRunner(silentLogger);
-  const deps = {
+  const deps = createCoreDeps({
     db: tdb.db,
     keyring: await createKeyring(TEST_SECRET),
     webhooks,
-    allowPrivateWebhooks: allowPrivate,
     log: silentLogger,
+    allowPrivateWebhooks: allowPrivate,
     // Generous by default so suites that are not about the limit never meet it.
     rateLimiter: opts.rateLimiter ?? createMemoryRateLimiter({ limit: 1_000_000, windowSeconds: 60 }),
-    payments: opts.payments ?? builtinProcessor,
-    background: (name: string, task: () => Promise<unknown>) => background.run(name, task),
-  };
+    payments: opts.payments,
+    webhookTimeoutMs: opts.webhookTimeoutMs,
+  });
   return {
     ...tdb,
     deps,
     app: createHostApp(deps),
-    settle: () => background.drain(),
+    settle: () => deps.runner.drain(),
     async close() {
-      await background.drain();
+      await deps.runner.drain();
       await webhooks.close();
       await tdb.drop();
     },

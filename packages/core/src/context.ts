@@ -16,6 +16,8 @@ export interface CoreDeps {
   keyring: Keyring;
   webhooks: WebhookTransport;
   allowPrivateWebhooks: boolean;
+  /** Receiver timeout for deliveries (spec: 10 s; shorter in tests). */
+  webhookTimeoutMs: number;
   log: Logger;
   /** The API-wide limit on partner endpoints. */
   rateLimiter: RateLimiter;

@@ -17,3 +17,6 @@ export * from './payments/processor.ts';
 export * from './verbs/ledger.ts';
 export * from './verbs/lifecycle.ts';
 export * from './background.ts';
+export * from './webhooks/delivery.ts';
+export * from './webhooks/signing.ts';
+export * from './deps.ts';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import {
   builtinProcessor,
   connectPostgres,
-  createBackgroundRunner,
+  createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
   createRedisRateLimiter,
@@ -81,19 +81,20 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
   const keyring = await createKeyring(await resolveServerSecret(env));
   const db = await openDatabase(env);
   const webhooks = createNodeWebhookTransport({ allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS });
-  const background = createBackgroundRunner(log);
   const { limiter, redis } = rateLimiterFor(env);
-  return {
+  const deps = createCoreDeps({
     db,
     keyring,
     webhooks,
-    allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     log,
+    allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     rateLimiter: limiter,
     payments: paymentProcessorFor(env),
-    background: (name, task) => background.run(name, task),
+  });
+  return {
+    ...deps,
     async close() {
-      await background.drain();
+      await deps.runner.drain();
       await webhooks.close();
       await redis?.quit();
       await db.close();

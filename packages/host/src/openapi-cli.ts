@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { createKeyring, silentLogger, type Database } from '@sightline/core';
+import { createCoreDeps, createKeyring, silentLogger, type Database } from '@sightline/core';
 import { createHostApp, openApiDocument } from './server.ts';
 
 /** `npm run openapi`: regenerates docs/openapi.json from the route schemas. */
@@ -9,16 +9,14 @@ export const OPENAPI_FILE = fileURLToPath(new URL('../../../docs/openapi.json', 
 export async function generateOpenApi(): Promise<string> {
   // The document depends only on the routes; no dependency is touched while generating it.
   const unused = new Proxy({}, { get: () => { throw new Error('not available while generating OpenAPI'); } });
-  const app = createHostApp({
-    db: unused as Database,
-    keyring: await createKeyring('openapi-generation-only-secret-000000'),
-    webhooks: unused as never,
-    allowPrivateWebhooks: false,
-    log: silentLogger,
-    rateLimiter: unused as never,
-    payments: unused as never,
-    background: () => {},
-  });
+  const app = createHostApp(
+    createCoreDeps({
+      db: unused as Database,
+      keyring: await createKeyring('openapi-generation-only-secret-000000'),
+      webhooks: unused as never,
+      log: silentLogger,
+    }),
+  );
   return `${JSON.stringify(openApiDocument(app), null, 2)}\n`;
 }
 

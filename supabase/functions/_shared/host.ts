@@ -2,7 +2,7 @@ import {
   builtinProcessor,
   connectPostgres,
   createApiServer,
-  createBackgroundRunner,
+  createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
   createRedisRateLimiter,
@@ -84,19 +84,18 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDep
   const policy = { limit: env.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 };
   // Without Redis each isolate counts alone; set REDIS_URL for one limit across the fleet.
   const rateLimiter = env.REDIS_URL ? createRedisRateLimiter(new Redis(env.REDIS_URL), policy) : createMemoryRateLimiter(policy);
-  const background = createBackgroundRunner(jsonLogger, (p) => {
-    if (typeof EdgeRuntime !== 'undefined') EdgeRuntime.waitUntil(p);
-  });
-  return {
+  return createCoreDeps({
     db,
     keyring: await createKeyring(env.SIGHTLINE_SECRET),
     webhooks: denoWebhookTransport(env.ALLOW_PRIVATE_WEBHOOKS),
-    allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     log: jsonLogger,
+    allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     rateLimiter,
     payments: env.PAYMENTS_PROVIDER === 'stripe' && env.STRIPE_SECRET_KEY ? createStripeProcessor(env.STRIPE_SECRET_KEY) : builtinProcessor,
-    background: (name, task) => background.run(name, task),
-  };
+    handOff: (p) => {
+      if (typeof EdgeRuntime !== 'undefined') EdgeRuntime.waitUntil(p);
+    },
+  });
 }
 
 export function createDenoApp(deps: CoreDeps, def: FunctionDefinition, functionsPrefix = '') {

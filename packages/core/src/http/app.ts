@@ -5,6 +5,7 @@ import type { Caller, CoreDeps, PartnerCtx } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { authenticateKey, authenticatePartner } from '../verbs/auth.ts';
 import { assertPoolHasIds } from '../verbs/ledger.ts';
+import { dispatchNewEvents } from '../webhooks/delivery.ts';
 
 export type HonoEnv = { Variables: { deps: CoreDeps; requestId: string; caller: Caller } };
 export type FunctionApp = OpenAPIHono<HonoEnv>;
@@ -100,6 +101,21 @@ function guardRequest(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
   };
 }
 
+/**
+ * After a partner action commits, its events' first delivery attempts start in the background: the
+ * response never waits for them and a slow or failing receiver never fails the action.
+ */
+function dispatchAfterAction(): MiddlewareHandler<HonoEnv> {
+  return async (c, next) => {
+    await next();
+    if (c.res.status < 400 && c.var.caller) {
+      const { deps } = c.var;
+      const partnerAccountId = c.var.caller.accountId;
+      deps.background('webhooks', () => dispatchNewEvents({ ctx: deps, input: { partnerAccountId } }));
+    }
+  };
+}
+
 function authenticate(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
   return async (c, next) => {
     const args = { ctx: c.var.deps, input: { key: c.req.header('x-access-key') } };
@@ -144,6 +160,7 @@ export function createFunctionApp(def: FunctionDefinition): FunctionApp {
   app.onError(renderError);
   app.use('/', guardRequest(def), authenticate(def));
   if (def.auth === 'partner' && !def.exemptFromPartnerLimits) app.use('/', partnerLimits());
+  if (def.auth === 'partner' && def.method === 'POST') app.use('/', dispatchAfterAction());
   def.register(app);
   return app;
 }

@@ -1,5 +1,6 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, badRequest, notFound, sqlCall } from '../errors.ts';
+import { dispatchNewEvents } from '../webhooks/delivery.ts';
 
 export type ConsumeOutcome =
   | 'consumed'
@@ -19,6 +20,8 @@ export interface ConsumeResult {
 
 interface ConsumeRow extends ConsumeResult {
   reload_pool_id: string | null;
+  partner_account_id: string | null;
+  emitted: boolean;
 }
 
 async function consumeOnce(ctx: CoreDeps, apiKeyId: string): Promise<ConsumeRow> {
@@ -37,6 +40,10 @@ async function consumeOnce(ctx: CoreDeps, apiKeyId: string): Promise<ConsumeRow>
  */
 export async function consumeIdentification({ ctx, input }: VerbArgs<{ apiKeyId: string }>): Promise<ConsumeResult> {
   let row = await consumeOnce(ctx, input.apiKeyId);
+  if (row.emitted && row.partner_account_id) {
+    const partnerAccountId = row.partner_account_id;
+    ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId } }));
+  }
   if (row.reload_pool_id) {
     const poolId = row.reload_pool_id;
     if (row.outcome === 'pool_exhausted') {

@@ -1,0 +1,39 @@
+import { createBackgroundRunner, type BackgroundRunner } from './background.ts';
+import type { CoreDeps, Logger } from './context.ts';
+import type { Keyring } from './crypto.ts';
+import type { Sql } from './db.ts';
+import { createMemoryRateLimiter, type RateLimiter } from './limits.ts';
+import type { WebhookTransport } from './net/webhook-destination.ts';
+import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
+
+export interface CoreDepsParts {
+  db: Sql;
+  keyring: Keyring;
+  webhooks: WebhookTransport;
+  log: Logger;
+  allowPrivateWebhooks?: boolean;
+  rateLimiter?: RateLimiter;
+  /** Defaults to 600 a minute, in process. */
+  rateLimitPerMinute?: number;
+  payments?: PaymentProcessor;
+  webhookTimeoutMs?: number;
+  /** Hands background promises to the runtime (Supabase: EdgeRuntime.waitUntil). */
+  handOff?: (p: Promise<unknown>) => void;
+}
+
+/** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
+export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }): CoreDeps & { db: D; runner: BackgroundRunner } {
+  const runner = createBackgroundRunner(parts.log, parts.handOff);
+  return {
+    db: parts.db,
+    keyring: parts.keyring,
+    webhooks: parts.webhooks,
+    log: parts.log,
+    allowPrivateWebhooks: parts.allowPrivateWebhooks ?? false,
+    webhookTimeoutMs: parts.webhookTimeoutMs ?? 10_000,
+    rateLimiter: parts.rateLimiter ?? createMemoryRateLimiter({ limit: parts.rateLimitPerMinute ?? 600, windowSeconds: 60 }),
+    payments: parts.payments ?? builtinProcessor,
+    background: (name, task) => runner.run(name, task),
+    runner,
+  };
+}
