@@ -2,8 +2,10 @@ import type { FunctionDefinition } from '@sightline/core';
 import { partnerAdoptExistingKey } from './partner-adopt-existing-key/route.ts';
 import { partnerCreateChildKey } from './partner-create-child-key/route.ts';
 import { partnerListChildren } from './partner-list-children/route.ts';
+import { partnerListEvents } from './partner-list-events/route.ts';
 import { partnerPoolState } from './partner-pool-state/route.ts';
 import { partnerReleaseChild } from './partner-release-child/route.ts';
+import { partnerReplayEvent } from './partner-replay-event/route.ts';
 import { partnerRotateChildKey } from './partner-rotate-child-key/route.ts';
 import { partnerSetWebhook } from './partner-set-webhook/route.ts';
 import { partnerTransferTopup } from './partner-transfer-topup/route.ts';
@@ -20,4 +22,6 @@ export const allFunctions: FunctionDefinition[] = [
   partnerTransferTopup,
   partnerReleaseChild,
   partnerSetWebhook,
+  partnerListEvents,
+  partnerReplayEvent,
 ];

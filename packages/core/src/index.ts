@@ -20,3 +20,4 @@ export * from './background.ts';
 export * from './webhooks/delivery.ts';
 export * from './webhooks/signing.ts';
 export * from './deps.ts';
+export * from './webhooks/events.ts';

@@ -1,5 +1,5 @@
 import { serve } from '@hono/node-server';
-import { AppError, createPartner, isEmptyDatabase, parseEnv, rollOverDuePeriods } from '@sightline/core';
+import { AppError, createPartner, isEmptyDatabase, parseEnv, rollOverDuePeriods, sweepWebhookDeliveries } from '@sightline/core';
 import { buildHostDeps, migrateDatabase } from './deps.ts';
 import { runOperatorCommand } from './operator-commands.ts';
 import { removeRuntimeFile, tokensEqual, writeRuntimeFile } from './runtime-file.ts';
@@ -56,7 +56,10 @@ async function main() {
   });
 
   const scheduler = startScheduler(
-    [{ name: 'period-rollover', everyMs: env.ROLLOVER_INTERVAL_SECONDS * 1000, run: () => rollOverDuePeriods({ ctx: deps, input: {} }) }],
+    [
+      { name: 'period-rollover', everyMs: env.ROLLOVER_INTERVAL_SECONDS * 1000, run: () => rollOverDuePeriods({ ctx: deps, input: {} }) },
+      { name: 'webhook-deliveries', everyMs: 60_000, run: () => sweepWebhookDeliveries({ ctx: deps, input: {} }) },
+    ],
     deps.log,
   );
 
