@@ -1,19 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import postgres from 'postgres';
 import {
-  connectPostgres,
   consumeIdentification,
   createChildKey,
   createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
   createPartner,
-  migrate,
   silentLogger,
-  type Database,
 } from '@sightline/core';
-import { createNodeWebhookTransport, loadMigrations, openPglite } from '@sightline/host';
+import { createNodeWebhookTransport } from '@sightline/host';
+import { openBenchDatabase } from './database.ts';
 import { benchDuration } from './lib.ts';
 
 /**
@@ -24,31 +20,6 @@ import { benchDuration } from './lib.ts';
  * accounting check.
  */
 const CONSUMERS = Number(process.env.BENCH_CONSUMERS ?? 32);
-
-async function openDatabase(): Promise<{ db: Database; kind: string; drop(): Promise<void> }> {
-  const base = process.env.DATABASE_URL;
-  if (!base) {
-    const db = await openPglite(undefined);
-    return { db, kind: 'PGlite (embedded, one connection)', drop: () => db.close() };
-  }
-  const name = `sl_bench_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(base, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  await admin.end();
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  const db = connectPostgres({ url: url.href, max: CONSUMERS, prepare: true });
-  return {
-    db,
-    kind: 'Postgres',
-    async drop() {
-      await db.close();
-      const a = postgres(base, { max: 1, onnotice: () => {} });
-      await a.unsafe(`drop database if exists ${name} with (force)`);
-      await a.end();
-    },
-  };
-}
 
 /** Runs `op` from `workers` concurrent loops for `seconds`; returns completed operations. */
 async function loop(workers: number, seconds: number, op: () => Promise<unknown>): Promise<{ ops: number; ms: number }> {
@@ -68,11 +39,10 @@ async function loop(workers: number, seconds: number, op: () => Promise<unknown>
 
 export async function run(): Promise<void> {
   const seconds = benchDuration();
-  const { db, kind, drop } = await openDatabase();
+  const { db, kind, drop } = await openBenchDatabase(CONSUMERS);
   const webhooks = createNodeWebhookTransport({ allowPrivate: false });
   let drain: () => Promise<void> = async () => {};
   try {
-    await migrate(db, await loadMigrations());
     const deps = createCoreDeps({
       db,
       keyring: await createKeyring('bench-secret-bench-secret-bench-secret!'),

@@ -1,0 +1,159 @@
+import os from 'node:os';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import autocannon from 'autocannon';
+
+/** Shared by every bench so their figures are comparable. */
+export const CONNECTIONS = 32;
+export const WARMUP_SECONDS = 3;
+
+/** Seconds per measured run: BENCH_DURATION, default 10. */
+export function benchDuration(): number {
+  const raw = process.env.BENCH_DURATION;
+  if (raw === undefined || raw === '') return 10;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds < 1) throw new Error(`BENCH_DURATION must be a number of seconds ≥ 1, got "${raw}"`);
+  return seconds;
+}
+
+export interface Listening {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** A real HTTP server on a free loopback port, the way `npm start` serves the app. */
+export async function listen(app: { fetch: (req: Request) => Response | Promise<Response> }): Promise<Listening> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
+      resolve({
+        url: `http://127.0.0.1:${info.port}`,
+        close: () =>
+          new Promise<void>((done, fail) => {
+            server.close((err) => (err ? fail(err) : done()));
+            // autocannon leaves keep-alive sockets behind; without this close() waits for their idle timeout.
+            if ('closeAllConnections' in server) (server as Server).closeAllConnections();
+          }),
+      });
+    });
+    server.once('error', reject);
+  });
+}
+
+export interface Target {
+  name: string;
+  url: string;
+  headers?: Record<string, string>;
+}
+
+/**
+ * One autocannon run. The load generator runs on a worker thread: on the server's own event loop it
+ * would steal the very CPU time being measured and add its own pauses to every latency.
+ */
+export async function drive(target: Target, seconds: number): Promise<autocannon.Result> {
+  return autocannon({
+    url: target.url,
+    headers: target.headers ?? {},
+    connections: CONNECTIONS,
+    duration: seconds,
+    workers: 1,
+    title: target.name,
+  });
+}
+
+export interface Measured {
+  name: string;
+  result: autocannon.Result;
+}
+
+/** One line of the results table. */
+export interface Row {
+  label: string;
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  unsuccessful: number;
+}
+
+/** Completed requests over the measured wall time, steadier than autocannon's per-second samples on short runs. */
+const rate = (requests: number, seconds: number) => (seconds > 0 ? requests / seconds : 0);
+
+/** Each run as its own row, numbered per target so the spread between repeats stays visible. */
+export function runRows(runs: Measured[]): Row[] {
+  const seen = new Map<string, number>();
+  return runs.map(({ name, result: r }) => {
+    const n = (seen.get(name) ?? 0) + 1;
+    seen.set(name, n);
+    return {
+      label: `${name} #${n}`,
+      reqPerSec: rate(r.requests.total, r.duration),
+      p50: r.latency.p50,
+      p99: r.latency.p99,
+      requests: r.requests.total,
+      unsuccessful: r.non2xx + r.errors,
+    };
+  });
+}
+
+/**
+ * A target's runs as one row. autocannon returns percentiles, not mergeable histograms, so the
+ * latencies are the worse run's: a verdict should not pass on the luckier half.
+ */
+export function combine(name: string, runs: Measured[]): Row {
+  const mine = runs.filter((m) => m.name === name).map((m) => m.result);
+  if (!mine.length) throw new Error(`no runs for ${name}`);
+  const requests = mine.reduce((n, r) => n + r.requests.total, 0);
+  return {
+    label: `${name} (combined)`,
+    reqPerSec: rate(requests, mine.reduce((s, r) => s + r.duration, 0)),
+    p50: Math.max(...mine.map((r) => r.latency.p50)),
+    p99: Math.max(...mine.map((r) => r.latency.p99)),
+    requests,
+    unsuccessful: mine.reduce((n, r) => n + r.non2xx + r.errors, 0),
+  };
+}
+
+/** Anything that is not a clean 2xx, as a sentence; undefined when the run was clean. */
+export function failures(r: autocannon.Result): string | undefined {
+  const problems: string[] = [];
+  if (r.non2xx > 0) {
+    const codes = Object.entries(r.statusCodeStats)
+      .filter(([code]) => !code.startsWith('2'))
+      .map(([code, s]) => `${code}×${s.count}`)
+      .join(', ');
+    problems.push(`${r.non2xx} non-2xx (${codes})`);
+  }
+  if (r.errors > 0) problems.push(`${r.errors} errors (${r.timeouts} timeouts)`);
+  if (r.requests.total === 0) problems.push('no completed requests');
+  return problems.length ? problems.join('; ') : undefined;
+}
+
+function pad(cells: string[], widths: number[]): string {
+  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+}
+
+/** A fixed-width table in ruled sections: first column left-aligned, figures right-aligned. */
+export function formatTable(header: string[], sections: string[][][]): string {
+  const all = sections.flat();
+  const widths = header.map((h, i) => Math.max(h.length, ...all.map((r) => (r[i] ?? '').length)));
+  const rule = widths.map((w) => '-'.repeat(w)).join('  ');
+  return [pad(header, widths), ...sections.flatMap((rows) => [rule, ...rows.map((r) => pad(r, widths))])].join('\n');
+}
+
+export function resultsTable(sections: Row[][]): string {
+  return formatTable(
+    ['target', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'non-2xx'],
+    sections.map((rows) =>
+      rows.map((r) => [r.label, r.reqPerSec.toFixed(0), String(r.p50), String(r.p99), String(r.requests), String(r.unsuccessful)]),
+    ),
+  );
+}
+
+export function machineLine(): string {
+  const cpus = os.cpus();
+  const load = os.loadavg()[0] ?? 0;
+  return `node ${process.version} · ${process.platform} ${process.arch} · ${cpus.length} CPUs (${cpus[0]?.model.trim() ?? 'unknown'}) · load average ${load.toFixed(2)} at start`;
+}
+
+export const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
