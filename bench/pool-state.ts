@@ -19,12 +19,16 @@ import {
 } from './lib.ts';
 
 /**
- * postgres.js pool size. 32 client connections on 2 cores: every request holds a connection for
- * one short auth query and one short pool query, so a pool much larger than the cores Postgres can
- * use only adds backends contending for the same CPU. BENCH_POOL overrides it for experiments.
- * Picked from runs at 4/8/12/16 — see the bench notes; the differences were within noise above 8.
+ * postgres.js pool size for 32 client connections on 2 cores with Postgres on the same machine.
+ * postgres.js pipelines queries on a busy connection, and every request here is two short
+ * index lookups, so the limit is CPU shared by Node, autocannon and the Postgres backends, not
+ * waiting on connections: each extra backend only adds context switches. Sweeping 1–16 (5 s runs,
+ * quiet machine) gave pool-state ≈ 4200 req/s at 1, ≈ 3400 at 2, ≈ 2600–3000 at 4, ≈ 2600 at 8,
+ * ≈ 2300 at 12 and ≈ 2100 at 16, p99 rising from 18 ms to 28–32 ms. Not 1: `begin` reserves its
+ * connection, so a one-connection pool stalls every read behind any write transaction — a setting
+ * nobody should deploy. BENCH_POOL overrides it to repeat the sweep.
  */
-const DEFAULT_POOL = 12;
+const DEFAULT_POOL = 2;
 
 /** Targets for real Postgres; PGlite runs print them too but cannot be held to them (one WASM connection). */
 const MIN_RATIO = 0.25;

@@ -1,4 +1,6 @@
 import type { FunctionDefinition } from '@sightline/core';
+import { ipToBestFit } from './ip-to-best-fit/route.ts';
+import { ipToCompany } from './ip-to-company/route.ts';
 import { partnerAdoptExistingKey } from './partner-adopt-existing-key/route.ts';
 import { partnerCreateChildKey } from './partner-create-child-key/route.ts';
 import { partnerListChildren } from './partner-list-children/route.ts';
@@ -24,4 +26,6 @@ export const allFunctions: FunctionDefinition[] = [
   partnerSetWebhook,
   partnerListEvents,
   partnerReplayEvent,
+  ipToCompany,
+  ipToBestFit,
 ];

@@ -5,6 +5,7 @@ import {
   silentLogger,
   type CoreDeps,
   type Database,
+  type IpDeps,
   type PaymentProcessor,
   type RateLimiter,
 } from '@sightline/core';
@@ -19,6 +20,8 @@ export interface TestEnvOptions {
   rateLimiter?: RateLimiter;
   payments?: PaymentProcessor;
   webhookTimeoutMs?: number;
+  /** Builds the waterfall's dependencies over the test database (IP endpoints). */
+  ip?: (db: Database) => Promise<IpDeps>;
 }
 
 export interface TestEnv extends TestDatabase {
@@ -43,6 +46,7 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     rateLimiter: opts.rateLimiter ?? createMemoryRateLimiter({ limit: 1_000_000, windowSeconds: 60 }),
     payments: opts.payments,
     webhookTimeoutMs: opts.webhookTimeoutMs,
+    ...(opts.ip ? { ip: await opts.ip(tdb.db) } : {}),
   });
   return {
     ...tdb,

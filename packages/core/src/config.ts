@@ -38,6 +38,21 @@ export const EnvSchema = z.object({
   SWEEP_SECRET: z.string().min(32, 'SWEEP_SECRET must be at least 32 characters').optional(),
   /** How often the Node host runs the period rollover sweep (seconds). */
   ROLLOVER_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(3600),
+  /** Paid identification providers: each is enabled by its key. */
+  IPINFO_TOKEN: z.string().min(1).optional(),
+  IPAPI_IS_KEY: z.string().min(1).optional(),
+  SNITCHER_API_KEY: z.string().min(1).optional(),
+  /** Deeper enrichment for ip-to-best-fit (People Data Labs). */
+  PDL_API_KEY: z.string().min(1).optional(),
+  PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(3000),
+  /** Consensus weights, e.g. `ipinfo=1,ipapi.is=0.8,snitcher=1.2`. */
+  PROVIDER_WEIGHTS: z
+    .string()
+    .regex(/^([a-z0-9.-]+=\d+(\.\d+)?)(,[a-z0-9.-]+=\d+(\.\d+)?)*$/, 'PROVIDER_WEIGHTS must look like ipinfo=1,snitcher=1.2')
+    .optional()
+    .transform((v) => Object.fromEntries((v ? v.split(',') : []).map((p) => { const [k = '', w = '1'] = p.split('='); return [k, Number(w)]; }))),
+  /** Load the local IP databases at start (set 0 for a partner-API-only process). */
+  IP_DATA: flag.default(true),
   /** Create and print a demo partner on an empty database (npm start). */
   DEMO_PARTNER: flag.default(true),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),

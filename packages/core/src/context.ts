@@ -3,6 +3,7 @@ import type { Sql } from './db.ts';
 import type { RateLimiter } from './limits.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import type { PaymentProcessor } from './payments/processor.ts';
+import type { IpDeps } from './ip/waterfall.ts';
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -28,6 +29,8 @@ export interface CoreDeps {
    * EdgeRuntime.waitUntil). Failures are logged by the implementation.
    */
   background(name: string, task: () => Promise<unknown>): void;
+  /** The identification waterfall's data and providers; absent where IP endpoints are not served. */
+  ip?: IpDeps;
 }
 
 /** The authenticated key behind a request. */

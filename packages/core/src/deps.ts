@@ -5,6 +5,7 @@ import type { Sql } from './db.ts';
 import { createMemoryRateLimiter, type RateLimiter } from './limits.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
+import type { IpDeps } from './ip/waterfall.ts';
 
 export interface CoreDepsParts {
   db: Sql;
@@ -19,6 +20,7 @@ export interface CoreDepsParts {
   webhookTimeoutMs?: number;
   /** Hands background promises to the runtime (Supabase: EdgeRuntime.waitUntil). */
   handOff?: (p: Promise<unknown>) => void;
+  ip?: IpDeps;
 }
 
 /** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
@@ -34,6 +36,7 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     rateLimiter: parts.rateLimiter ?? createMemoryRateLimiter({ limit: parts.rateLimitPerMinute ?? 600, windowSeconds: 60 }),
     payments: parts.payments ?? builtinProcessor,
     background: (name, task) => runner.run(name, task),
+    ...(parts.ip ? { ip: parts.ip } : {}),
     runner,
   };
 }

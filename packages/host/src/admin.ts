@@ -1,5 +1,6 @@
+import path from 'node:path';
 import { AppError, parseEnv } from '@sightline/core';
-import { buildHostDeps, migrateDatabase } from './deps.ts';
+import { buildHostDeps } from './deps.ts';
 import { createLogger } from './logger.ts';
 import { operatorUsage, runOperatorCommand } from './operator-commands.ts';
 import { readLiveRuntimeFile } from './runtime-file.ts';
@@ -27,6 +28,14 @@ function parseFlags(argv: string[]): Record<string, string> {
   return flags;
 }
 
+/** A progress bar on stderr (stdout carries only the JSON result). */
+function progressBar(done: number, total: number) {
+  if (!process.stderr.isTTY && done < total) return;
+  const width = 30;
+  const filled = total ? Math.round((done / total) * width) : width;
+  process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}${done >= total ? '\n' : ''}`);
+}
+
 async function viaServer(port: number, token: string, command: string, flags: Record<string, string>) {
   const res = await fetch(`http://127.0.0.1:${port}/_operator/${encodeURIComponent(command)}`, {
     method: 'POST',
@@ -45,7 +54,10 @@ async function main() {
     return;
   }
   const flags = parseFlags(rest);
-  const env = parseEnv({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+  // Files are read by whichever process runs the command; make the path independent of its cwd.
+  if (flags.file) flags.file = path.resolve(flags.file);
+  // A one-shot command does not need the local IP databases in memory; the server reloads after imports.
+  const env = parseEnv({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', IP_DATA: process.env.IP_DATA ?? '0' });
   if (!env.DATABASE_URL) {
     const live = await readLiveRuntimeFile(env.DATA_DIR);
     if (live) {
@@ -55,8 +67,7 @@ async function main() {
   }
   const deps = await buildHostDeps(env, createLogger(env.LOG_LEVEL));
   try {
-    await migrateDatabase(deps.db);
-    const out = await runOperatorCommand(deps, command, flags);
+    const out = await runOperatorCommand(deps, command, flags, progressBar);
     process.stdout.write(`${JSON.stringify(out)}\n`);
   } finally {
     await deps.close();

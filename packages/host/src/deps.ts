@@ -19,6 +19,7 @@ import {
 import { createStripeProcessor } from '@sightline/core/payments/stripe';
 import { Redis } from 'ioredis';
 import { openPglite } from './db-pglite.ts';
+import { ipDepsFor } from './ip-data.ts';
 import { createLogger } from './logger.ts';
 import { loadMigrations } from './migrations.ts';
 import { createNodeWebhookTransport } from './webhook-transport.ts';
@@ -80,6 +81,9 @@ function rateLimiterFor(env: Env): { limiter: RateLimiter; redis: Redis | undefi
 export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG_LEVEL)): Promise<HostDeps> {
   const keyring = await createKeyring(await resolveServerSecret(env));
   const db = await openDatabase(env);
+  // Before anything reads the schema (the IP layers are loaded below).
+  const applied = await migrateDatabase(db);
+  if (applied.length) log.info('migrations applied', { migrations: applied });
   const webhooks = createNodeWebhookTransport({ allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS });
   const { limiter, redis } = rateLimiterFor(env);
   const deps = createCoreDeps({
@@ -90,6 +94,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
     allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     rateLimiter: limiter,
     payments: paymentProcessorFor(env),
+    ...(env.IP_DATA ? { ip: await ipDepsFor(env, db, log, redis) } : {}),
   });
   return {
     ...deps,

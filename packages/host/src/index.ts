@@ -6,3 +6,4 @@ export * from './operator-commands.ts';
 export * from './server.ts';
 export * from './webhook-transport.ts';
 export * from './scheduler.ts';
+export * from './ip-data.ts';

@@ -1,6 +1,6 @@
 import { serve } from '@hono/node-server';
 import { AppError, createPartner, isEmptyDatabase, parseEnv, rollOverDuePeriods, sweepWebhookDeliveries } from '@sightline/core';
-import { buildHostDeps, migrateDatabase } from './deps.ts';
+import { buildHostDeps } from './deps.ts';
 import { runOperatorCommand } from './operator-commands.ts';
 import { removeRuntimeFile, tokensEqual, writeRuntimeFile } from './runtime-file.ts';
 import { startScheduler } from './scheduler.ts';
@@ -10,8 +10,6 @@ import { createHostApp, FUNCTIONS_PREFIX } from './server.ts';
 async function main() {
   const env = parseEnv(process.env);
   const deps = await buildHostDeps(env);
-  const applied = await migrateDatabase(deps.db);
-  if (applied.length) deps.log.info('migrations applied', { migrations: applied });
 
   const app = createHostApp(deps);
   const embedded = !env.DATABASE_URL;

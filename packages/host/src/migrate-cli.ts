@@ -1,5 +1,5 @@
 import { parseEnv } from '@sightline/core';
-import { buildHostDeps, migrateDatabase } from './deps.ts';
+import { migrateDatabase, openDatabase } from './deps.ts';
 import { readLiveRuntimeFile } from './runtime-file.ts';
 
 /** `npm run migrate`: applies pending migrations to DATABASE_URL or the embedded data directory. */
@@ -9,12 +9,12 @@ async function main() {
     process.stdout.write('the embedded server is running and applied migrations when it started\n');
     return;
   }
-  const deps = await buildHostDeps(env);
+  const db = await openDatabase(env);
   try {
-    const applied = await migrateDatabase(deps.db);
+    const applied = await migrateDatabase(db);
     process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'up to date\n');
   } finally {
-    await deps.close();
+    await db.close();
   }
 }
 

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import {
   AppError,
   configureAutoReload,
@@ -7,6 +9,12 @@ import {
   createDirectKey,
   createPartner,
   creditTopup,
+  grantCredits,
+  parseCidrList,
+  parseCloudRanges,
+  parseCompanyCsv,
+  storeCompanies,
+  storeRanges,
   recordInvoice,
   rollOverDuePeriods,
   setBilling,
@@ -161,12 +169,64 @@ const commands = {
       return { key_id: f['key-id'], outcomes };
     },
   },
+  'import-ranges': {
+    usage: 'import-ranges --kind vpn|hosting|isp --file F [--provider NAME]   (one CIDR per line)',
+    schema: z.object({
+      kind: z.enum(['vpn', 'hosting', 'isp'], { message: '--kind must be vpn, hosting or isp' }),
+      file: z.string({ message: '--file is required' }).min(1),
+      provider: z.string().min(1).max(100).optional(),
+    }),
+    run: async (deps: CoreDeps, a: Record<string, unknown>, progress: Progress) => {
+      const f = a as { kind: 'vpn' | 'hosting' | 'isp'; file: string; provider?: string };
+      const parsed = parseCidrList(await readInput(f.file), f.provider ?? null);
+      return storeRanges({ ctx: deps, input: { kind: f.kind, parsed, source: path.basename(f.file), onProgress: progress } });
+    },
+  },
+  'import-cloud': {
+    usage: 'import-cloud --format aws|gcp|azure|oracle --file F   (the providers’ published range files)',
+    schema: z.object({
+      format: z.enum(['aws', 'gcp', 'azure', 'oracle'], { message: '--format must be aws, gcp, azure or oracle' }),
+      file: z.string({ message: '--file is required' }).min(1),
+    }),
+    run: async (deps: CoreDeps, a: Record<string, unknown>, progress: Progress) => {
+      const f = a as { format: 'aws' | 'gcp' | 'azure' | 'oracle'; file: string };
+      const parsed = parseCloudRanges(f.format, await readInput(f.file));
+      return storeRanges({ ctx: deps, input: { kind: 'hosting', parsed, source: `${f.format}:${path.basename(f.file)}`, onProgress: progress } });
+    },
+  },
+  'import-companies': {
+    usage: 'import-companies --file F   (CSV: ip_or_cidr,domain,company_name[,confidence])',
+    schema: z.object({ file: z.string({ message: '--file is required' }).min(1) }),
+    run: async (deps: CoreDeps, a: Record<string, unknown>, progress: Progress) => {
+      const parsed = parseCompanyCsv(await readInput((a as { file: string }).file));
+      return storeCompanies({ ctx: deps, input: { parsed, onProgress: progress } });
+    },
+  },
+  'grant-credits': {
+    usage: 'grant-credits --account-id A --credits N',
+    schema: z.object({ 'account-id': uuid('account-id'), credits: int('credits').refine((n) => n > 0, '--credits must be positive') }),
+    run: (deps: CoreDeps, a: Record<string, unknown>) => {
+      const f = a as { 'account-id': string; credits: number };
+      return grantCredits({ ctx: deps, input: { accountId: f['account-id'], credits: f.credits } });
+    },
+  },
   'roll-over': {
     usage: 'roll-over   (run the period rollover sweep now)',
     schema: z.object({}),
     run: (deps: CoreDeps) => rollOverDuePeriods({ ctx: deps, input: {} }),
   },
 } as const;
+
+async function readInput(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    throw new AppError(400, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+}
+
+/** Progress of a long command: rows done of total. */
+export type Progress = (done: number, total: number) => void;
 
 export type OperatorCommand = keyof typeof commands;
 
@@ -179,7 +239,12 @@ export function isOperatorCommand(name: string): name is OperatorCommand {
 }
 
 /** Validates flags and runs one command; bad flags are AppError 400 with a usage line. */
-export async function runOperatorCommand(deps: CoreDeps, name: string, flags: Record<string, string>): Promise<unknown> {
+export async function runOperatorCommand(
+  deps: CoreDeps,
+  name: string,
+  flags: Record<string, string>,
+  progress: Progress = () => {},
+): Promise<unknown> {
   if (!isOperatorCommand(name)) throw new AppError(400, `unknown command ${name}; commands:\n${operatorUsage}`);
   const cmd = commands[name];
   const parsed = cmd.schema.strict().safeParse(flags);
@@ -187,5 +252,5 @@ export async function runOperatorCommand(deps: CoreDeps, name: string, flags: Re
     const msg = parsed.error.issues.map((i) => i.message).join('; ');
     throw new AppError(400, `${msg}\nusage: npm run admin -- ${cmd.usage}`);
   }
-  return cmd.run(deps, parsed.data);
+  return cmd.run(deps, parsed.data, progress);
 }

@@ -1,0 +1,319 @@
+import { parseIPv6 as parseIPv6Groups } from '../net/ip.ts';
+
+/**
+ * Interval indexes for IP ranges: disjoint, sorted segments searched in O(log n).
+ * Sources overlap (a VPN /24 inside a hosting /16 inside an ISP /8); the builder flattens them so
+ * each address resolves to the most specific range covering it (ties: the higher priority).
+ */
+
+export interface RangeInput<T extends number | bigint> {
+  start: T;
+  end: T;
+  value: number;
+  /** Breaks ties between equally specific ranges; higher wins. */
+  priority?: number;
+}
+
+interface Segment<T> {
+  start: T;
+  end: T;
+  value: number;
+}
+
+/**
+ * Boundary sweep: every start and end+1 is a boundary; between two boundaries the winner is the
+ * narrowest active range. Active ranges live in a heap ordered by (size, -priority) with lazy
+ * deletion. Adjacent segments with the same value are merged.
+ */
+function flattenCluster<T extends number | bigint>(
+  inputs: RangeInput<T>[],
+  one: T,
+  sub: (a: T, b: T) => T,
+  add: (a: T, b: T) => T,
+): Segment<T>[] {
+  if (!inputs.length) return [];
+  const items = inputs.map((r, i) => ({ ...r, size: sub(r.end, r.start), priority: r.priority ?? 0, id: i }));
+  type Item = (typeof items)[number];
+  const better = (a: Item, b: Item) => (a.size < b.size ? true : a.size > b.size ? false : a.priority > b.priority || (a.priority === b.priority && a.id > b.id));
+  const heap: Item[] = [];
+  const push = (x: Item) => {
+    heap.push(x);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      const hp = heap[p];
+      const hi = heap[i];
+      if (!hp || !hi || !better(hi, hp)) break;
+      heap[p] = hi;
+      heap[i] = hp;
+      i = p;
+    }
+  };
+  const pop = () => {
+    const last = heap.pop();
+    if (!heap.length || !last) return;
+    heap[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      const hm = () => heap[m] as Item;
+      if (l < heap.length && better(heap[l] as Item, hm())) m = l;
+      if (r < heap.length && better(heap[r] as Item, hm())) m = r;
+      if (m === i) break;
+      const t = heap[m] as Item;
+      heap[m] = heap[i] as Item;
+      heap[i] = t;
+      i = m;
+    }
+  };
+  const byStart = [...items].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+  const points = new Set<T>();
+  for (const r of items) {
+    points.add(r.start);
+    points.add(add(r.end, one));
+  }
+  const bounds = [...points].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const out: Segment<T>[] = [];
+  let next = 0;
+  for (let i = 0; i < bounds.length - 1; i++) {
+    const lo = bounds[i] as T;
+    const hi = sub(bounds[i + 1] as T, one);
+    while (next < byStart.length && (byStart[next] as Item).start <= lo) push(byStart[next++] as Item);
+    while (heap.length && (heap[0] as Item).end < lo) pop();
+    const top = heap[0];
+    if (!top) continue;
+    const prev = out[out.length - 1];
+    if (prev && prev.value === top.value && sub(lo, one) === prev.end) prev.end = hi;
+    else out.push({ start: lo, end: hi, value: top.value });
+  }
+  return out;
+}
+
+/**
+ * Sorts once, then runs the boundary sweep only inside clusters of overlapping ranges: real data is
+ * mostly disjoint (the ASN table has one overlap in 400,000 rows), so most ranges pass straight
+ * through and the build stays O(n log n) with a small constant.
+ */
+function flatten<T extends number | bigint>(
+  inputs: RangeInput<T>[],
+  one: T,
+  sub: (a: T, b: T) => T,
+  add: (a: T, b: T) => T,
+): Segment<T>[] {
+  const sorted = [...inputs].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.end > b.end ? -1 : a.end < b.end ? 1 : 0));
+  const out: Segment<T>[] = [];
+  const emit = (seg: Segment<T>) => {
+    const prev = out[out.length - 1];
+    if (prev && prev.value === seg.value && sub(seg.start, one) === prev.end) prev.end = seg.end;
+    else out.push({ ...seg });
+  };
+  let i = 0;
+  while (i < sorted.length) {
+    const first = sorted[i] as RangeInput<T>;
+    let j = i;
+    let clusterEnd = first.end;
+    while (j + 1 < sorted.length && (sorted[j + 1] as RangeInput<T>).start <= clusterEnd) {
+      j++;
+      const e = (sorted[j] as RangeInput<T>).end;
+      if (e > clusterEnd) clusterEnd = e;
+    }
+    if (i === j) emit({ start: first.start, end: first.end, value: first.value });
+    else for (const seg of flattenCluster(sorted.slice(i, j + 1), one, sub, add)) emit(seg);
+    i = j + 1;
+  }
+  return out;
+}
+
+/** IPv4: three typed arrays, about 12 bytes per segment. */
+export class Ipv4Index {
+  private constructor(
+    private readonly starts: Uint32Array,
+    private readonly ends: Uint32Array,
+    private readonly values: Int32Array,
+  ) {}
+
+  /**
+   * From parallel arrays already sorted by start (the shipped ASN table). An overlapping row is
+   * clipped to begin after its predecessor, which keeps the build allocation-free; the ASN data has
+   * a single such overlap.
+   */
+  static fromSorted(starts: Uint32Array, ends: Uint32Array, values: Int32Array, count: number): Ipv4Index {
+    let n = 0;
+    for (let i = 0; i < count; i++) {
+      let s = starts[i] as number;
+      const e = ends[i] as number;
+      if (n > 0 && s <= (ends[n - 1] as number)) s = (ends[n - 1] as number) + 1;
+      if (s > e) continue;
+      starts[n] = s;
+      ends[n] = e;
+      values[n] = values[i] as number;
+      n++;
+    }
+    return new Ipv4Index(starts.slice(0, n), ends.slice(0, n), values.slice(0, n));
+  }
+
+  static build(inputs: RangeInput<number>[]): Ipv4Index {
+    const segs = flatten(inputs, 1, (a, b) => a - b, (a, b) => a + b);
+    const starts = new Uint32Array(segs.length);
+    const ends = new Uint32Array(segs.length);
+    const values = new Int32Array(segs.length);
+    segs.forEach((s, i) => {
+      starts[i] = s.start;
+      ends[i] = s.end;
+      values[i] = s.value;
+    });
+    return new Ipv4Index(starts, ends, values);
+  }
+
+  get size(): number {
+    return this.starts.length;
+  }
+
+  /** The value of the range containing `ip`, or -1. */
+  lookup(ip: number): number {
+    const starts = this.starts;
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((starts[mid] as number) <= ip) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    if (hi < 0 || (this.ends[hi] as number) < ip) return -1;
+    return this.values[hi] as number;
+  }
+}
+
+const MASK64 = (1n << 64n) - 1n;
+
+/** IPv6: bounds as high and low 64-bit halves in typed arrays (no bigint objects kept alive). */
+export class Ipv6Index {
+  private constructor(
+    private readonly startHi: BigUint64Array,
+    private readonly startLo: BigUint64Array,
+    private readonly endHi: BigUint64Array,
+    private readonly endLo: BigUint64Array,
+    private readonly values: Int32Array,
+  ) {}
+
+  /** An empty index with room for `capacity` sorted, disjoint segments, filled with `push`. */
+  static sortedBuilder(capacity: number): { push(start: bigint, end: bigint, value: number): void; done(): Ipv6Index } {
+    const idx = new Ipv6Index(
+      new BigUint64Array(capacity),
+      new BigUint64Array(capacity),
+      new BigUint64Array(capacity),
+      new BigUint64Array(capacity),
+      new Int32Array(capacity),
+    );
+    let n = 0;
+    let lastEnd = -1n;
+    return {
+      push(start, end, value) {
+        // Same clipping rule as Ipv4Index.fromSorted.
+        const s = start <= lastEnd ? lastEnd + 1n : start;
+        if (s > end) return;
+        idx.set(n++, s, end, value);
+        lastEnd = end;
+      },
+      done: () =>
+        new Ipv6Index(idx.startHi.slice(0, n), idx.startLo.slice(0, n), idx.endHi.slice(0, n), idx.endLo.slice(0, n), idx.values.slice(0, n)),
+    };
+  }
+
+  static fromSegments(segs: { start: bigint; end: bigint; value: number }[]): Ipv6Index {
+    const n = segs.length;
+    const idx = new Ipv6Index(new BigUint64Array(n), new BigUint64Array(n), new BigUint64Array(n), new BigUint64Array(n), new Int32Array(n));
+    segs.forEach((seg, i) => idx.set(i, seg.start, seg.end, seg.value));
+    return idx;
+  }
+
+  private set(i: number, start: bigint, end: bigint, value: number) {
+    this.startHi[i] = start >> 64n;
+    this.startLo[i] = start & MASK64;
+    this.endHi[i] = end >> 64n;
+    this.endLo[i] = end & MASK64;
+    this.values[i] = value;
+  }
+
+  static build(inputs: RangeInput<bigint>[]): Ipv6Index {
+    return Ipv6Index.fromSegments(flatten(inputs, 1n, (a, b) => a - b, (a, b) => a + b));
+  }
+
+  get size(): number {
+    return this.values.length;
+  }
+
+  lookup(ip: bigint): number {
+    const hi = ip >> 64n;
+    const lo = ip & MASK64;
+    let a = 0;
+    let b = this.values.length - 1;
+    while (a <= b) {
+      const mid = (a + b) >>> 1;
+      const sh = this.startHi[mid] as bigint;
+      if (sh < hi || (sh === hi && (this.startLo[mid] as bigint) <= lo)) a = mid + 1;
+      else b = mid - 1;
+    }
+    if (b < 0) return -1;
+    const eh = this.endHi[b] as bigint;
+    if (eh < hi || (eh === hi && (this.endLo[b] as bigint) < lo)) return -1;
+    return this.values[b] as number;
+  }
+}
+
+/** Fast canonical dotted-quad parser for the hot path (no regex, no allocation); -1 if invalid. */
+export function ipv4ToNumber(s: string): number {
+  const len = s.length;
+  if (len < 7 || len > 15) return -1;
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < len; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || dots === 3) return -1;
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) return -1; // leading zero
+      octet = octet * 10 + (c - 48);
+      if (++digits > 3 || octet > 255) return -1;
+    } else return -1;
+  }
+  if (dots !== 3 || digits === 0) return -1;
+  return value * 256 + octet;
+}
+
+export function groupsToBigint(groups: number[]): bigint {
+  let v = 0n;
+  for (const g of groups) v = (v << 16n) | BigInt(g);
+  return v;
+}
+
+/** CIDR text → inclusive numeric range; null if malformed. */
+export function parseCidr(text: string): { version: 4; start: number; end: number } | { version: 6; start: bigint; end: bigint } | null {
+  const [addr, bitsText, extra] = text.trim().split('/');
+  if (!addr || extra !== undefined) return null;
+  if (addr.includes(':')) {
+    const groups = parseIPv6Groups(addr);
+    if (!groups) return null;
+    const bits = bitsText === undefined ? 128 : Number(bitsText);
+    if (!Number.isInteger(bits) || bits < 0 || bits > 128 || (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText))) return null;
+    const host = (1n << BigInt(128 - bits)) - 1n;
+    const start = groupsToBigint(groups) & ~host & ((1n << 128n) - 1n);
+    return { version: 6, start, end: start | host };
+  }
+  const v = ipv4ToNumber(addr);
+  if (v < 0) return null;
+  const bits = bitsText === undefined ? 32 : Number(bitsText);
+  if (!Number.isInteger(bits) || bits < 0 || bits > 32 || (bitsText !== undefined && !/^\d{1,2}$/.test(bitsText))) return null;
+  const size = 2 ** (32 - bits);
+  const start = Math.floor(v / size) * size;
+  return { version: 4, start, end: start + size - 1 };
+}
+

@@ -1,0 +1,63 @@
+/**
+ * The vocabulary of the identification waterfall, shared by the local databases, the paid
+ * providers, consensus and the endpoints.
+ */
+export type TrafficType = 'business' | 'isp' | 'hosting' | 'vpn' | 'education' | 'government' | 'unknown';
+export type ConfidenceLevel = 'confirmed' | 'likely' | 'unconfirmed';
+
+/** One paid provider's answer for one IP, normalised. */
+export interface ProviderAnswer {
+  provider: string;
+  /** Registrable company domain, lower case, no scheme/www (normalised by the adapter). */
+  domain: string | null;
+  company_name: string | null;
+  /** The provider's own view of the traffic, when it gives one. */
+  traffic_type: TrafficType | null;
+  /** The provider's own confidence in [0, 1], when it gives one. */
+  confidence: number | null;
+  country_code: string | null;
+}
+
+/** A paid identification provider behind a small interface; tried in parallel with a timeout. */
+export interface IpProvider {
+  readonly name: string;
+  /** Resolves null when the provider has no answer for this IP; rejects on failure. */
+  lookup(ip: string, signal: AbortSignal): Promise<ProviderAnswer | null>;
+}
+
+export interface Match {
+  domain: string;
+  confidence: number;
+}
+
+export interface ConsensusResult {
+  identified: boolean;
+  domain: string | null;
+  company_name: string | null;
+  confidence: number;
+  confidence_level: ConfidenceLevel;
+  traffic_type: TrafficType;
+  reason: string;
+  /** Candidates ranked by confidence, best first. */
+  matches: Match[];
+}
+
+/** Deeper enrichment for ip-to-best-fit: individuals and decision makers behind a company/IP. */
+export interface EnrichmentPerson {
+  name: string;
+  title: string | null;
+  linkedin_url: string | null;
+}
+
+export interface EnrichmentAnswer {
+  provider: string;
+  domain: string | null;
+  company_name: string | null;
+  confidence: number | null;
+  people: EnrichmentPerson[];
+}
+
+export interface EnrichmentProvider {
+  readonly name: string;
+  enrich(input: { ip: string; website?: string | undefined; description?: string | undefined }, signal: AbortSignal): Promise<EnrichmentAnswer | null>;
+}

@@ -1,0 +1,201 @@
+import type { CoreDeps, VerbArgs } from '../context.ts';
+import { AppError, badRequest, sqlCall } from '../errors.ts';
+import { forbiddenAddressClass, parseIp } from '../net/ip.ts';
+import type { LocalAnswer, LocalIpData } from './local-data.ts';
+import type { ConfidenceLevel, ConsensusResult, EnrichmentProvider, IpProvider, Match, ProviderAnswer, TrafficType } from './types.ts';
+
+/** What the identification waterfall needs, assembled at the entry point. */
+export interface IpDeps {
+  /** The current local data (reloaded after imports and learned records). */
+  data(): LocalIpData;
+  countryOf(ip: string): string | null;
+  providers: IpProvider[];
+  providerTimeoutMs: number;
+  /** Combines provider answers (consensus.ts). */
+  decide(answers: ProviderAnswer[]): ConsensusResult;
+  /** Calls the providers in parallel, each with its own timeout (providers/run.ts). */
+  query(providers: IpProvider[], ip: string, opts: { timeoutMs: number }): Promise<{ answers: ProviderAnswer[]; failures: { provider: string; error: string }[] }>;
+  enrichment: EnrichmentProvider | null;
+  /** Writes a confirmed provider answer back as a local record and makes it visible. */
+  learn(ip: string, company: { domain: string; company_name: string; confidence: number }): Promise<void>;
+  /** Re-reads imported ranges and company records after an import. */
+  reload?(): Promise<void>;
+  /** Optional hot cache in front of Postgres (Redis). */
+  hotCache?: { get(key: string): Promise<string | null>; set(key: string, value: string, ttlSeconds: number): Promise<void> };
+}
+
+export type IpOperation = 'ip-to-company' | 'ip-to-best-fit';
+export const COST: Record<IpOperation, number> = { 'ip-to-company': 5, 'ip-to-best-fit': 8 };
+const CACHE_TTL_SECONDS = 7 * 24 * 3600;
+const FREE_TYPES: ReadonlySet<TrafficType> = new Set(['vpn', 'hosting', 'isp']);
+
+export interface IpToCompanyResult {
+  ip: string;
+  identified: boolean;
+  domain: string | null;
+  company_name: string | null;
+  confidence: number;
+  confidence_level: ConfidenceLevel;
+  traffic_type: TrafficType;
+  reason: string;
+  matches: Match[];
+  vpn_provider: string | null;
+  country_code: string;
+  cached: boolean;
+}
+
+/** The internal verdict both endpoints are rendered from. */
+interface Verdict {
+  ip: string;
+  identified: boolean;
+  domain: string | null;
+  company_name: string | null;
+  confidence: number;
+  confidence_level: ConfidenceLevel;
+  traffic_type: TrafficType;
+  reason: string;
+  matches: Match[];
+  vpn_provider: string | null;
+  country_code: string;
+  decision_makers?: { name: string; title: string | null; linkedin_url: string | null }[];
+}
+
+const level = (c: number): ConfidenceLevel => (c >= 0.8 ? 'confirmed' : c >= 0.5 ? 'likely' : 'unconfirmed');
+
+function fromLocal(ip: string, country: string, local: LocalAnswer): Verdict {
+  const c = local.company;
+  return {
+    ip,
+    identified: Boolean(c),
+    domain: c?.domain ?? null,
+    company_name: c?.company_name ?? null,
+    confidence: c ? c.confidence : local.traffic_type === 'business' ? 0.5 : 0.9,
+    confidence_level: c ? level(c.confidence) : 'confirmed',
+    traffic_type: local.traffic_type ?? 'unknown',
+    reason: local.reason,
+    matches: c ? [{ domain: c.domain, confidence: c.confidence }] : [],
+    vpn_provider: local.vpn_provider,
+    country_code: country,
+  };
+}
+
+/** Credits a lookup costs once its verdict is known. */
+function costOf(operation: IpOperation, v: Verdict): number {
+  if (FREE_TYPES.has(v.traffic_type)) return 0;
+  if (operation === 'ip-to-company') return v.identified && v.traffic_type === 'business' ? COST[operation] : 0;
+  return COST[operation];
+}
+
+async function balanceOf(ctx: CoreDeps, accountId: string): Promise<number> {
+  const [a] = await ctx.db<{ credit_balance: number }>`select credit_balance from accounts where id = ${accountId}`;
+  return a?.credit_balance ?? 0;
+}
+
+/**
+ * The waterfall, in order: invalid → 400; private/reserved → unknown (free); the account's 7-day
+ * cache → the stored result (no charge); local VPN/hosting/ISP/education/government → free answer;
+ * a local business record → answered; otherwise the paid providers in parallel and consensus
+ * (402 before any provider call when the account cannot pay). A charge and the cache write are one
+ * transaction; a confirmed provider answer is learned as a local record.
+ */
+export async function identifyIp({
+  ctx,
+  input,
+}: VerbArgs<{ accountId: string; ip: string; operation: IpOperation; website?: string | undefined; description?: string | undefined }>): Promise<
+  Verdict & { cached: boolean }
+> {
+  const ipDeps = ctx.ip;
+  if (!ipDeps) throw new AppError(503, 'IP identification is not configured on this deployment');
+  const text = input.ip.trim();
+  const parsed = parseIp(text.replace(/^\[|\]$/g, ''));
+  if (!parsed) throw badRequest(`${input.operation === 'ip-to-company' ? 'ip' : 'ip_address'} must be an IPv4 or IPv6 address`);
+  const ip = parsed.version === 4 ? text : text.replace(/^\[|\]$/g, '').toLowerCase();
+
+  const reserved = forbiddenAddressClass(parsed);
+  if (reserved) {
+    return {
+      ip,
+      identified: false,
+      domain: null,
+      company_name: null,
+      confidence: 0,
+      confidence_level: 'unconfirmed',
+      traffic_type: 'unknown',
+      reason: `This is a ${reserved} address, not one seen on the public internet.`,
+      matches: [],
+      vpn_provider: null,
+      country_code: '',
+      cached: false,
+    };
+  }
+
+  const cacheKey = `sl:ip:${input.operation}:${input.accountId}:${ip}`;
+  const hot = await ipDeps.hotCache?.get(cacheKey).catch(() => null);
+  if (hot) return { ...(JSON.parse(hot) as Verdict), cached: true };
+  const [stored] = await ctx.db<{ result: string }>`
+    select result::text as result from ip_cache
+    where account_id = ${input.accountId} and operation = ${input.operation} and ip = ${ip}::inet and expires_at > now()`;
+  if (stored) return { ...(JSON.parse(stored.result) as Verdict), cached: true };
+
+  const country = ipDeps.countryOf(ip) ?? '';
+  const local = ipDeps.data().lookup(parsed);
+  let verdict: Verdict;
+  if (local.traffic_type !== null) {
+    verdict = fromLocal(ip, country, local);
+  } else {
+    const potential = COST[input.operation];
+    const balance = await balanceOf(ctx, input.accountId);
+    if (balance < potential) {
+      throw new AppError(402, `not enough credits: this lookup can cost ${potential}, the balance is ${balance}`, {
+        credits_required: potential,
+        credit_balance: balance,
+      });
+    }
+    const { answers, failures } = await ipDeps.query(ipDeps.providers, ip, { timeoutMs: ipDeps.providerTimeoutMs });
+    const decided = ipDeps.decide(answers);
+    verdict = { ip, ...decided, vpn_provider: null, country_code: country };
+    if (!answers.length) {
+      verdict.reason = ipDeps.providers.length
+        ? `${local.reason} No identification provider answered${failures.length ? ` (${failures.map((f) => f.provider).join(', ')} failed)` : ''}.`
+        : `${local.reason} No identification provider is configured.`;
+    }
+    if (decided.traffic_type === 'vpn') verdict.vpn_provider = answers.find((a) => a.traffic_type === 'vpn')?.company_name ?? null;
+    if (input.operation === 'ip-to-best-fit' && !verdict.identified && ipDeps.enrichment && !FREE_TYPES.has(verdict.traffic_type)) {
+      const deeper = await ipDeps.enrichment
+        .enrich({ ip, website: input.website, description: input.description }, AbortSignal.timeout(ipDeps.providerTimeoutMs))
+        .catch(() => null);
+      if (deeper?.domain) {
+        const confidence = deeper.confidence ?? 0.6;
+        verdict = {
+          ...verdict,
+          identified: confidence >= 0.5,
+          domain: deeper.domain,
+          company_name: deeper.company_name,
+          confidence,
+          confidence_level: level(confidence),
+          traffic_type: 'business',
+          reason: `Deeper enrichment (${deeper.provider}) matched ${deeper.company_name ?? deeper.domain}.`,
+          matches: [{ domain: deeper.domain, confidence }, ...verdict.matches.filter((m) => m.domain !== deeper.domain)],
+          decision_makers: deeper.people,
+        };
+      }
+    }
+    if (verdict.identified && verdict.confidence_level === 'confirmed' && verdict.domain && verdict.company_name) {
+      await ipDeps.learn(ip, { domain: verdict.domain, company_name: verdict.company_name, confidence: verdict.confidence });
+    }
+  }
+
+  const cost = costOf(input.operation, verdict);
+  await sqlCall(
+    () => ctx.db`select sl_charge_lookup(${input.accountId}, ${input.operation}, ${ip}::inet, ${cost},
+                                          ${JSON.stringify(verdict)}::jsonb, ${`${CACHE_TTL_SECONDS} seconds`}::interval)`,
+  );
+  await ipDeps.hotCache?.set(cacheKey, JSON.stringify(verdict), CACHE_TTL_SECONDS).catch(() => undefined);
+  return { ...verdict, cached: false };
+}
+
+/** Operator: add credits to an account (a `grant` transaction). */
+export async function grantCredits({ ctx, input }: VerbArgs<{ accountId: string; credits: number }>) {
+  const [row] = await sqlCall(() => ctx.db<{ balance: number }>`select sl_grant_credits(${input.accountId}::uuid, ${input.credits}) as balance`);
+  return { account_id: input.accountId, credit_balance: row?.balance ?? 0 };
+}

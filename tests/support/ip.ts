@@ -1,0 +1,36 @@
+import { consensus, queryProviders, silentLogger, type Database, type EnrichmentProvider, type IpDeps, type IpProvider, type ProviderAnswer } from '@sightline/core';
+import { buildIpDeps } from '@sightline/host';
+
+/** The real waterfall (shipped ASN and country data, layers from the test database) with chosen providers. */
+export function realIpDeps(opts: { providers?: IpProvider[]; enrichment?: EnrichmentProvider | null; timeoutMs?: number } = {}) {
+  return (db: Database): Promise<IpDeps> =>
+    buildIpDeps(db, silentLogger, {
+      providers: opts.providers ?? [],
+      enrichment: opts.enrichment ?? null,
+      providerTimeoutMs: opts.timeoutMs ?? 500,
+      decide: (answers) => consensus(answers, { weights: {} }),
+      query: queryProviders,
+    });
+}
+
+/**
+ * A provider port implementation for tests: answers from a table, counts its calls. (The HTTP
+ * adapters for real providers are tested against msw in ip-providers.test.ts.)
+ */
+export function tableProvider(name: string, table: Record<string, Partial<ProviderAnswer> | 'fail' | 'hang'>) {
+  const calls: string[] = [];
+  const provider: IpProvider = {
+    name,
+    async lookup(ip, signal) {
+      calls.push(ip);
+      const entry = table[ip];
+      if (entry === undefined) return null;
+      if (entry === 'fail') throw new Error(`${name} answered 503`);
+      if (entry === 'hang') {
+        return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      }
+      return { provider: name, domain: null, company_name: null, traffic_type: null, confidence: null, country_code: null, ...entry };
+    },
+  };
+  return { provider, calls };
+}
