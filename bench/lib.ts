@@ -44,6 +44,8 @@ export interface Target {
   name: string;
   url: string;
   headers?: Record<string, string>;
+  method?: 'GET' | 'POST';
+  body?: string;
 }
 
 /**
@@ -54,6 +56,8 @@ export async function drive(target: Target, seconds: number): Promise<autocannon
   return autocannon({
     url: target.url,
     headers: target.headers ?? {},
+    method: target.method ?? 'GET',
+    ...(target.body === undefined ? {} : { body: target.body }),
     connections: CONNECTIONS,
     duration: seconds,
     workers: 1,

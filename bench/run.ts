@@ -6,6 +6,7 @@ const benches: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   'pool-state': () => import('./pool-state.ts'),
   consume: () => import('./consume.ts'),
   webhooks: () => import('./webhooks.ts'),
+  ip: () => import('./ip.ts'),
 };
 
 async function main() {

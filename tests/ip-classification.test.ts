@@ -48,6 +48,18 @@ describe('shipped data classifies well-known networks', () => {
     expect(a.asn).toBe(asn);
   });
 
+  it('the hot-path classifier agrees with the full lookup on 20,000 addresses', () => {
+    let x = 777;
+    for (let i = 0; i < 20_000; i++) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      const v = x >>> 0;
+      const ip = `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+      expect(data.trafficTypeV4(ipv4ToNumber(ip))).toBe(look(ip).traffic_type);
+    }
+  });
+
   it('names the VPN provider and the enterprise domain', () => {
     expect(look('185.65.134.1').vpn_provider).toBe('Mullvad');
     expect(look('17.253.144.10').company).toMatchObject({ domain: 'apple.com', company_name: 'Apple Inc.', source: 'asn' });
@@ -87,6 +99,36 @@ describe('interval indexes', () => {
     expect([0, 99, 100, 149, 150, 159, 160, 199, 200, 899, 900, 1000, 1100, 1101].map((ip) => idx.lookup(ip))).toEqual([
       1, 1, 2, 2, 4, 4, 2, 2, 1, 1, 5, 5, 5, -1,
     ]);
+  });
+
+  it('agree with a brute-force scan on random overlapping ranges across the whole IPv4 space', () => {
+    let x = 12345;
+    const rnd = () => {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      return x >>> 0;
+    };
+    const ranges = Array.from({ length: 400 }, (_, i) => {
+      const start = rnd();
+      const len = [1, 255, 65_535, 1 << 20, 1 << 26][i % 5] as number;
+      return { start, end: Math.min(0xffffffff, start + (rnd() % len)), value: i, priority: i % 3 };
+    });
+    const idx = Ipv4Index.build(ranges);
+    const brute = (ip: number) => {
+      let best: (typeof ranges)[number] | undefined;
+      for (const r of ranges) {
+        if (r.start > ip || r.end < ip) continue;
+        const size = r.end - r.start;
+        const bsize = best ? best.end - best.start : Infinity;
+        if (!best || size < bsize || (size === bsize && (r.priority > best.priority || (r.priority === best.priority && r.value > best.value)))) best = r;
+      }
+      return best ? best.value : -1;
+    };
+    const probes = [...ranges.flatMap((r) => [r.start, r.end, r.end + 1, r.start - 1]), ...Array.from({ length: 2000 }, rnd)].filter(
+      (ip) => ip >= 0 && ip <= 0xffffffff,
+    );
+    for (const ip of probes) expect(idx.lookup(ip)).toBe(brute(ip));
   });
 
   it('work for IPv6 across the 64-bit halves', () => {
@@ -151,5 +193,20 @@ describe('feed importers', () => {
       { cidr: '81.2.70.0/24', domain: 'widgets.example', company_name: 'Widgets', confidence: 0.9 },
     ]);
     expect(r.rejected).toBe(2);
+  });
+});
+
+describe('in-process hot cache', () => {
+  it('honours TTLs and evicts the oldest entry past its bound', async () => {
+    const { createMemoryHotCache } = await import('@sightline/core');
+    let now = 0;
+    const cache = createMemoryHotCache(2, () => now);
+    await cache.set('a', '1', 10);
+    await cache.set('b', '2', 10);
+    await cache.set('c', '3', 10);
+    expect(await cache.get('a')).toBeNull();
+    expect(await cache.get('b')).toBe('2');
+    now = 10_001;
+    expect(await cache.get('c')).toBeNull();
   });
 });

@@ -33,3 +33,4 @@ export * from './ip/providers/ipinfo.ts';
 export * from './ip/providers/run.ts';
 export * from './ip/providers/snitcher.ts';
 export * from './ip/import-store.ts';
+export * from './ip/hot-cache.ts';

@@ -4,6 +4,7 @@ import path from 'node:path';
 import {
   consensus,
   createIpapiIsProvider,
+  createMemoryHotCache,
   createIpinfoProvider,
   createPeopleDataLabsEnrichment,
   createSnitcherProvider,
@@ -188,6 +189,6 @@ export async function ipDepsFor(env: Env, db: Sql, log: Logger, redis: Redis | u
     providerTimeoutMs: env.PROVIDER_TIMEOUT_MS,
     decide: (answers) => consensus(answers, { weights: env.PROVIDER_WEIGHTS }),
     query: queryProviders,
-    ...(redis ? { hotCache: redisHotCache(redis) } : {}),
+    hotCache: redis ? redisHotCache(redis) : createMemoryHotCache(),
   });
 }

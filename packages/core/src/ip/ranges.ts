@@ -126,13 +126,29 @@ function flatten<T extends number | bigint>(
   return out;
 }
 
-/** IPv4: three typed arrays, about 12 bytes per segment. */
+/**
+ * IPv4: three typed arrays (12 bytes per segment) plus a first-level table on the top 16 bits, so a
+ * lookup binary-searches only the few segments of its /16 instead of the whole table — random
+ * addresses would otherwise miss the CPU cache at nearly every step of a 400,000-entry search.
+ */
 export class Ipv4Index {
+  /** buckets[b] = index of the first segment that ends at or after the start of /16 number b. */
+  private readonly buckets: Uint32Array;
+
   private constructor(
     private readonly starts: Uint32Array,
     private readonly ends: Uint32Array,
     private readonly values: Int32Array,
-  ) {}
+  ) {
+    this.buckets = new Uint32Array(65537);
+    let seg = 0;
+    for (let b = 0; b < 65536; b++) {
+      const first = b * 65536;
+      while (seg < ends.length && (ends[seg] as number) < first) seg++;
+      this.buckets[b] = seg;
+    }
+    this.buckets[65536] = ends.length;
+  }
 
   /**
    * From parallel arrays already sorted by start (the shipped ASN table). An overlapping row is
@@ -174,8 +190,11 @@ export class Ipv4Index {
   /** The value of the range containing `ip`, or -1. */
   lookup(ip: number): number {
     const starts = this.starts;
-    let lo = 0;
-    let hi = starts.length - 1;
+    const b = ip >>> 16;
+    let lo = this.buckets[b] as number;
+    // A segment that starts in a later /16 can still be the answer's successor; the last one that
+    // starts at or before `ip` lies in [buckets[b], buckets[b + 1]].
+    let hi = Math.min(this.buckets[b + 1] as number, starts.length - 1);
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       if ((starts[mid] as number) <= ip) lo = mid + 1;
