@@ -14,7 +14,9 @@ async function main() {
   const load = name === undefined ? undefined : benches[name];
   if (!load) {
     const known = Object.keys(benches).join(', ');
-    throw new Error(name ? `unknown bench "${name}" (known: ${known})` : `usage: npm run bench -- <name> (one of: ${known})`);
+    // A typo deserves one line, not a stack trace.
+    process.stderr.write(name ? `bench: unknown bench "${name}" (known: ${known})\n` : `usage: npm run bench -- <name> (one of: ${known})\n`);
+    process.exit(2);
   }
   await (await load()).run();
 }

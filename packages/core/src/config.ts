@@ -48,9 +48,16 @@ export const EnvSchema = z.object({
   /** Consensus weights, e.g. `ipinfo=1,ipapi.is=0.8,snitcher=1.2`. */
   PROVIDER_WEIGHTS: z
     .string()
-    .regex(/^([a-z0-9.-]+=\d+(\.\d+)?)(,[a-z0-9.-]+=\d+(\.\d+)?)*$/, 'PROVIDER_WEIGHTS must look like ipinfo=1,snitcher=1.2')
+    .regex(/^([a-z0-9._-]+=\d+(\.\d+)?)(,[a-z0-9._-]+=\d+(\.\d+)?)*$/, 'PROVIDER_WEIGHTS must look like ipinfo=1,ipapi_is=0.8')
     .optional()
-    .transform((v) => Object.fromEntries((v ? v.split(',') : []).map((p) => { const [k = '', w = '1'] = p.split('='); return [k, Number(w)]; }))),
+    .transform((v) =>
+      Object.fromEntries(
+        (v ? v.split(',') : []).map((pair) => {
+          const [name = '', weight = '1'] = pair.split('=');
+          return [name, Number(weight)];
+        }),
+      ),
+    ),
   /** Load the local IP databases at start (set 0 for a partner-API-only process). */
   IP_DATA: flag.default(true),
   /** Create and print a demo partner on an empty database (npm start). */
