@@ -29,21 +29,6 @@ export const COST: Record<IpOperation, number> = { 'ip-to-company': 5, 'ip-to-be
 const CACHE_TTL_SECONDS = 7 * 24 * 3600;
 const FREE_TYPES: ReadonlySet<TrafficType> = new Set(['vpn', 'hosting', 'isp']);
 
-export interface IpToCompanyResult {
-  ip: string;
-  identified: boolean;
-  domain: string | null;
-  company_name: string | null;
-  confidence: number;
-  confidence_level: ConfidenceLevel;
-  traffic_type: TrafficType;
-  reason: string;
-  matches: Match[];
-  vpn_provider: string | null;
-  country_code: string;
-  cached: boolean;
-}
-
 /** The internal verdict both endpoints are rendered from. */
 interface Verdict {
   ip: string;
