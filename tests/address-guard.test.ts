@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseIPv4, parseIPv6, parseWebhookUrl, refusedAddressReason } from '@sightline/core';
+import { describeNetworkError, parseIPv4, parseIPv6, parseWebhookUrl, refusedAddressReason } from '@sightline/core';
 
 const strict = { allowPrivate: false };
 const dev = { allowPrivate: true };
@@ -88,5 +88,37 @@ describe('forbidden webhook destinations', () => {
     expect(refusedAddressReason('::ffff:10.0.0.5', strict)).toMatch(/private/);
     expect(refusedAddressReason('8.8.8.8', strict)).toBeNull();
     expect(refusedAddressReason('not-an-ip', strict)).toBeNull();
+  });
+});
+
+describe('connect-time DNS guard (DNS rebinding)', () => {
+  it('refuses a host name that resolves to a forbidden address, and allows it in dev mode', async () => {
+    const { lookup } = await import('node:dns/promises');
+    const os = await import('node:os');
+    const { createNodeWebhookTransport } = await import('@sightline/host');
+    const { startReceiver } = await import('./support/receiver.ts');
+    // The machine's own name resolves locally (/etc/hosts) — to loopback or a private address.
+    const host = os.hostname();
+    const resolved = await lookup(host).catch(() => null);
+    if (!resolved || !refusedAddressReason(resolved.address, strict)) return;
+    const r = await startReceiver();
+    const url = `http://${host}:${r.port}/hook`;
+    // The name itself passes the static checks; only the resolved address gives it away.
+    expect(parseWebhookUrl(url, strict).hostname).toBe(host);
+    const guarded = createNodeWebhookTransport(strict);
+    const open = createNodeWebhookTransport(dev);
+    try {
+      const err = await guarded.request(url, { method: 'POST', headers: {}, body: '{}', timeoutMs: 2000 }).catch((e: unknown) => e);
+      expect(describeNetworkError(err)).toMatch(/refused to connect to .* (loopback|private)/);
+      expect(r.received).toHaveLength(0);
+      if (resolved.address.startsWith('127.') || !refusedAddressReason(resolved.address, dev)) {
+        expect((await open.request(url, { method: 'POST', headers: {}, body: '{}', timeoutMs: 2000 })).status).toBe(200);
+        expect(r.received).toHaveLength(1);
+      }
+    } finally {
+      await guarded.close();
+      await open.close();
+      await r.close();
+    }
   });
 });
