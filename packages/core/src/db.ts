@@ -4,8 +4,9 @@
  * implement this interface, so verbs never know which one they run on.
  *
  * Conventions that keep the two drivers byte-identical: bigint/numeric results are cast to
- * int/float8 in SQL, JSON parameters are passed as text and cast with ::jsonb, and timestamps
- * come back as Date.
+ * int/float8 in SQL, timestamps come back as Date, and JSON parameters are passed as serialised text
+ * and cast with `::text::jsonb` — a parameter typed jsonb directly would be JSON-encoded a second
+ * time by postgres.js (stored as a JSON string), but not by PGlite.
  */
 export type SqlValue = string | number | boolean | null | Date;
 export type Row = Record<string, unknown>;

@@ -28,7 +28,7 @@ export async function storeRanges({
       with ins as (
         insert into ip_ranges (network, kind, provider, source)
         select network(x.network::inet), ${input.kind}, x.provider, ${input.source}
-        from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as x(network text, provider text)
+        from jsonb_to_recordset(${JSON.stringify(batch)}::text::jsonb) as x(network text, provider text)
         on conflict (network, kind) do nothing
         returning 1
       ) select count(*)::int as n from ins`;
@@ -51,7 +51,7 @@ export async function storeCompanies({
       with ins as (
         insert into ip_companies (network, domain, company_name, confidence, source)
         select network(x.cidr::inet), x.domain, x.company_name, x.confidence, 'import'
-        from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as x(cidr text, domain text, company_name text, confidence real)
+        from jsonb_to_recordset(${JSON.stringify(batch)}::text::jsonb) as x(cidr text, domain text, company_name text, confidence real)
         -- An operator's import replaces whatever was there, learned or imported.
         on conflict (network) do update set domain = excluded.domain, company_name = excluded.company_name,
           confidence = excluded.confidence, source = 'import', updated_at = now()

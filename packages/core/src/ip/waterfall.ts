@@ -173,7 +173,7 @@ export async function identifyIp({
   const cost = costOf(input.operation, verdict);
   await sqlCall(
     () => ctx.db`select sl_charge_lookup(${input.accountId}, ${input.operation}, ${ip}::inet, ${cost},
-                                          ${JSON.stringify(verdict)}::jsonb, ${`${CACHE_TTL_SECONDS} seconds`}::interval)`,
+                                          ${JSON.stringify(verdict)}::text::jsonb, ${`${CACHE_TTL_SECONDS} seconds`}::interval)`,
   );
   await ipDeps.hotCache?.set(cacheKey, JSON.stringify(verdict), CACHE_TTL_SECONDS).catch(() => undefined);
   return { ...verdict, cached: false };
