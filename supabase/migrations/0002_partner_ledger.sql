@@ -158,27 +158,41 @@ begin
 end
 $$;
 
--- Takes one ID from a pool: quota, then top-up, then (monthly invoice only) overage. Null when a
--- prepaid pool is empty.
-create function sl_take_pool_id(p_pool uuid) returns text
+
+/*
+ * Draws one ID from the pool of account p_account (locking it): quota, then top-up, then (monthly
+ * invoice only) overage; o_source is null when a prepaid pool is empty. o_reload is true when this
+ * call claimed an auto-reload, which it tries only when the pool is below its threshold.
+ */
+create function sl_draw_from_pool(p_account uuid, out o_pool uuid, out o_source text, out o_reload boolean)
 language plpgsql as $$
 declare
   p pools;
 begin
-  select * into p from pools where id = p_pool for update;
+  o_reload := false;
+  select * into p from pools where account_id = p_account for update;
+  if p.id is null then
+    return;
+  end if;
+  o_pool := p.id;
   if p.ids_used_this_period < p.monthly_id_quota then
-    update pools set ids_used_this_period = ids_used_this_period + 1 where id = p_pool;
-    return 'quota';
+    update pools set ids_used_this_period = ids_used_this_period + 1 where id = p.id;
+    o_source := 'quota';
+    p.ids_used_this_period := p.ids_used_this_period + 1;
   elsif p.topup_balance > 0 then
-    update pools set topup_balance = topup_balance - 1 where id = p_pool;
-    return 'topup';
+    update pools set topup_balance = topup_balance - 1 where id = p.id;
+    o_source := 'topup';
+    p.topup_balance := p.topup_balance - 1;
   elsif p.pool_billing_mode = 'invoice_monthly' then
     update pools set ids_used_this_period = ids_used_this_period + 1,
                      overage_ids_this_period = overage_ids_this_period + 1
-    where id = p_pool;
-    return 'overage';
+    where id = p.id;
+    o_source := 'overage';
   end if;
-  return null;
+  if p.auto_reload_enabled and p.auto_reload_threshold_ids is not null
+     and greatest(0, p.monthly_id_quota - p.ids_used_this_period) + p.topup_balance < p.auto_reload_threshold_ids then
+    o_reload := sl_claim_reload(p.id);
+  end if;
 end
 $$;
 
@@ -186,121 +200,132 @@ $$;
  * Consumes one ID for the tracker key p_key (one identification).
  * outcome: consumed | suspended | revoked | canceled | no_ids | pool_exhausted | not_metered | unknown_key
  * reload_pool_id: set when this call claimed an auto-reload for that pool (the caller charges it).
+ * The common path is six statements: the child's subscription (locked) with its partner, the key's
+ * status, the pool lock and update, the subscription update, and the ledger row.
  */
 create function sl_consume_id(p_key uuid)
 returns table (outcome text, child_source text, pool_source text, reload_pool_id uuid, partner_account_id uuid, emitted boolean)
 language plpgsql as $$
 #variable_conflict use_column
 declare
-  s child_subscriptions;
+  r record;
   k api_keys;
+  d record;
   v_partner uuid;
   v_pool uuid;
   v_child_src text;
   v_pool_src text;
   v_reload uuid;
   v_emitted boolean := false;
+  v_suspend boolean := false;
 begin
-  select * into s from child_subscriptions where api_key_id = p_key for update;
-  select * into k from api_keys where id = p_key;
-  if k.id is null then
-    return query select 'unknown_key', null::text, null::text, null::uuid, v_partner, v_emitted;
-    return;
-  end if;
+  select s.id as sub_id, s.ids_used_this_period as used, s.monthly_id_quota as quota, s.topup_balance as topup,
+         s.status as sub_status, s.last_consumption_event_at as last_event, m.account_id as partner
+  into r
+  from child_subscriptions s
+  join api_keys k on k.id = s.api_key_id
+  join api_keys m on m.id = k.parent_api_key_id
+  where s.api_key_id = p_key
+  for update of s;
 
-  if k.parent_api_key_id is null then
+  if r.sub_id is null then
+    select * into k from api_keys where id = p_key;
+    if k.id is null then
+      return query select 'unknown_key', null::text, null::text, null::uuid, null::uuid, false;
+      return;
+    end if;
+    if k.parent_api_key_id is not null then
+      -- A managed child without a subscription row: nothing to draw on.
+      return query select case when k.status <> 'active' then k.status else 'not_metered' end, null::text, null::text, null::uuid, null::uuid, false;
+      return;
+    end if;
     -- A direct tracker: a partner's own trackers draw on its pool; other accounts are not metered here.
-    select id into v_pool from pools where account_id = k.account_id;
-    if v_pool is null then
-      return query select 'not_metered', null::text, null::text, null::uuid, v_partner, v_emitted;
+    if not exists (select 1 from pools where account_id = k.account_id) then
+      return query select 'not_metered', null::text, null::text, null::uuid, null::uuid, false;
       return;
     end if;
     if k.status <> 'active' then
-      return query select k.status, null::text, null::text, null::uuid, v_partner, v_emitted;
+      return query select k.status, null::text, null::text, null::uuid, null::uuid, false;
       return;
     end if;
-    v_pool_src := sl_take_pool_id(v_pool);
-    if v_pool_src is null then
-      return query select 'pool_exhausted', null::text, null::text,
-        case when sl_claim_reload(v_pool) then v_pool end, v_partner, v_emitted;
+    select * into d from sl_draw_from_pool(k.account_id);
+    if d.o_source is null then
+      return query select 'pool_exhausted', null::text, null::text, case when d.o_reload then d.o_pool end, null::uuid, false;
       return;
     end if;
-    insert into id_ledger (pool_id, pool_source) values (v_pool, v_pool_src);
-    return query select 'consumed', null::text, v_pool_src, case when sl_claim_reload(v_pool) then v_pool end, v_partner, v_emitted;
+    insert into id_ledger (pool_id, pool_source) values (d.o_pool, d.o_source);
+    return query select 'consumed', null::text, d.o_source, case when d.o_reload then d.o_pool end, null::uuid, false;
     return;
   end if;
 
+  v_partner := r.partner;
+  -- Read after the lock, in its own statement: a row joined to a locked one keeps the snapshot from
+  -- before the wait, and the consumer we waited for may just have suspended this key.
+  select * into k from api_keys where id = p_key;
   if k.status <> 'active' then
-    return query select k.status, null::text, null::text, null::uuid, v_partner, v_emitted;
+    return query select k.status, null::text, null::text, null::uuid, v_partner, false;
     return;
   end if;
-  if s.id is null then
-    return query select 'not_metered', null::text, null::text, null::uuid, v_partner, v_emitted;
+  if r.sub_status = 'canceled' then
+    return query select 'canceled', null::text, null::text, null::uuid, v_partner, false;
     return;
   end if;
-  if s.status = 'canceled' then
-    return query select 'canceled', null::text, null::text, null::uuid, v_partner, v_emitted;
-    return;
-  end if;
-  v_partner := sl_partner_of(k.parent_api_key_id);
 
-  if s.ids_used_this_period < s.monthly_id_quota then
-    select id into v_pool from pools where account_id = v_partner;
-    if v_pool is not null then
-      v_pool_src := sl_take_pool_id(v_pool);
-    end if;
-    if v_pool_src is not null then
-      update child_subscriptions set ids_used_this_period = ids_used_this_period + 1 where id = s.id;
+  if r.used < r.quota then
+    select * into d from sl_draw_from_pool(v_partner);
+    v_reload := case when d.o_reload then d.o_pool end;
+    if d.o_source is not null then
+      update child_subscriptions set ids_used_this_period = ids_used_this_period + 1 where id = r.sub_id;
       v_child_src := 'quota';
-    elsif s.topup_balance = 0 then
+      v_pool_src := d.o_source;
+      v_pool := d.o_pool;
+      v_suspend := r.used + 1 >= r.quota and r.topup = 0;
+    elsif r.topup = 0 then
       -- The pool cannot fund the quota and the child owns nothing: no identification, no suspension
       -- (the pool ran out, not the child); a reload, if one can fire, is claimed for the caller.
-      return query select 'pool_exhausted', null::text, null::text,
-        case when v_pool is not null and sl_claim_reload(v_pool) then v_pool end, v_partner, v_emitted;
+      return query select 'pool_exhausted', null::text, null::text, v_reload, v_partner, false;
       return;
-    else
-      -- The child's own top-up IDs are paid for; they do not need the pool.
-      v_reload := case when v_pool is not null and sl_claim_reload(v_pool) then v_pool end;
-      v_pool := null;
     end if;
+    -- Otherwise the child's own top-up IDs are spent: they are paid for and need no pool.
   end if;
-  if v_child_src is null and s.topup_balance > 0 then
+
+  if v_child_src is null then
+    if r.topup = 0 then
+      -- Active but nothing to spend (created with quota 0 and no top-up): paused, not suspended.
+      return query select 'no_ids', null::text, null::text, null::uuid, v_partner, false;
+      return;
+    end if;
     update child_subscriptions
     set topup_balance = topup_balance - 1,
         last_consumption_event_at = case
           when last_consumption_event_at is null or last_consumption_event_at <= now() - interval '5 minutes'
           then now() else last_consumption_event_at end
-    where id = s.id;
+    where id = r.sub_id;
     v_child_src := 'topup';
+    v_suspend := r.topup - 1 = 0 and r.used >= r.quota;
     -- Throttled to one per child per 5 minutes; the delta covers only this consumption.
-    if s.last_consumption_event_at is null or s.last_consumption_event_at <= now() - interval '5 minutes' then
+    if r.last_event is null or r.last_event <= now() - interval '5 minutes' then
       perform sl_emit(v_partner, p_key, 'child.topup_changed', jsonb_build_object(
         'child_api_key_id', p_key,
-        'previous_topup_balance', s.topup_balance,
-        'topup_balance', s.topup_balance - 1,
+        'previous_topup_balance', r.topup,
+        'topup_balance', r.topup - 1,
         'delta', -1,
         'reason', 'consumption'));
       v_emitted := true;
     end if;
-  elsif v_child_src is null then
-    -- Active but nothing to spend (created with quota 0 and no top-up): paused, not suspended.
-    return query select 'no_ids', null::text, null::text, null::uuid, v_partner, v_emitted;
-    return;
   end if;
 
   insert into id_ledger (child_api_key_id, pool_id, child_source, pool_source)
   values (p_key, v_pool, v_child_src, v_pool_src);
 
   -- The consumption that used the last ID suspends the child, exactly once per transition.
-  if exists (select 1 from child_subscriptions
-             where id = s.id and ids_used_this_period >= monthly_id_quota and topup_balance = 0) then
+  if v_suspend then
     update api_keys set status = 'suspended', suspended_reason = 'quota_exhausted' where id = p_key;
     perform sl_emit(v_partner, p_key, 'child.suspended', sl_balance_data(p_key, 'quota_exhausted'));
     v_emitted := true;
   end if;
 
-  return query select 'consumed', v_child_src, v_pool_src,
-    coalesce(v_reload, case when v_pool is not null and v_pool_src is not null and sl_claim_reload(v_pool) then v_pool end), v_partner, v_emitted;
+  return query select 'consumed', v_child_src, v_pool_src, v_reload, v_partner, v_emitted;
 end
 $$;
 
