@@ -52,6 +52,16 @@ describe('keyring', () => {
     await expect((await createKeyring('t'.repeat(40))).open(s1)).rejects.toThrow();
   });
 
+  it('hashes identically with WebCrypto (Deno) and the Node host’s synchronous HMAC', async () => {
+    const { nodeHmacSha256Hex } = await import('@sightline/host');
+    const web = await createKeyring('c'.repeat(40));
+    const node = await createKeyring('c'.repeat(40), { hmacSha256Hex: nodeHmacSha256Hex });
+    for (let i = 0; i < 20; i++) {
+      const key = generateApiKey();
+      expect(await node.hashApiKey(key)).toBe(await web.hashApiKey(key));
+    }
+  });
+
   it('refuses a server secret shorter than 32 characters', async () => {
     await expect(createKeyring('short')).rejects.toThrow(/32/);
   });

@@ -9,7 +9,7 @@ import {
   type PaymentProcessor,
   type RateLimiter,
 } from '@sightline/core';
-import { createHostApp, createNodeWebhookTransport } from '@sightline/host';
+import { createHostApp, createNodeWebhookTransport, nodeHmacSha256Hex } from '@sightline/host';
 import { openTestDatabase, type TestDatabase } from './db.ts';
 
 export const TEST_SECRET = 'test-server-secret-0123456789abcdef-not-for-production';
@@ -38,7 +38,7 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
   const webhooks = createNodeWebhookTransport({ allowPrivate });
   const deps = createCoreDeps({
     db: tdb.db,
-    keyring: await createKeyring(TEST_SECRET),
+    keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }),
     webhooks,
     log: silentLogger,
     allowPrivateWebhooks: allowPrivate,

@@ -21,6 +21,7 @@ import { Redis } from 'ioredis';
 import { openPglite } from './db-pglite.ts';
 import { ipDepsFor } from './ip-data.ts';
 import { createLogger } from './logger.ts';
+import { nodeHmacSha256Hex } from './node-hmac.ts';
 import { loadMigrations } from './migrations.ts';
 import { createNodeWebhookTransport } from './webhook-transport.ts';
 
@@ -79,7 +80,7 @@ function rateLimiterFor(env: Env): { limiter: RateLimiter; redis: Redis | undefi
 
 /** Builds every dependency from validated configuration; the only place the host wires things. */
 export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG_LEVEL)): Promise<HostDeps> {
-  const keyring = await createKeyring(await resolveServerSecret(env));
+  const keyring = await createKeyring(await resolveServerSecret(env), { hmacSha256Hex: nodeHmacSha256Hex });
   const db = await openDatabase(env);
   // Before anything reads the schema (the IP layers are loaded below).
   const applied = await migrateDatabase(db);

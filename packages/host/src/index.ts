@@ -7,3 +7,4 @@ export * from './server.ts';
 export * from './webhook-transport.ts';
 export * from './scheduler.ts';
 export * from './ip-data.ts';
+export * from './node-hmac.ts';
