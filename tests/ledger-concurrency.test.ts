@@ -573,6 +573,9 @@ describe('key rotation racing requests with the old key', () => {
         }
         attempts.push({ startedAfterRotationReturned, completedBeforeRotationSent: !rotationSent, result, error });
         if (startedAfterRotationReturned && ++afterCount >= 300) stop = true;
+        // Real requests arrive as I/O events; a loop of pure promise continuations (synchronous key
+        // hashing, PGlite's promise queue) would otherwise starve the timers this test relies on.
+        await new Promise((resolve) => setImmediate(resolve));
       }
     };
 
