@@ -27,32 +27,11 @@ alter table pools
   add constraint pools_overage_only_on_invoice check (pool_billing_mode = 'invoice_monthly' or overage_ids_this_period = 0);
 
 -- Receivers reconcile by the envelope timestamp; within one transaction several events can fall in
--- the same millisecond, so sl_emit keeps timestamps strictly increasing per transaction and `seq`
--- gives the outbox a total order of insertion.
+-- the same millisecond, so sl_emit (final form in 0003) keeps timestamps strictly increasing per
+-- transaction, and `seq` gives the outbox a total order of insertion.
 alter table events add column seq bigint generated always as identity;
 create unique index events_seq on events (seq);
 
-create or replace function sl_emit(p_partner uuid, p_child uuid, p_event text, p_data jsonb, p_destination text default 'partner')
-returns uuid
-language plpgsql as $$
-declare
-  v_id uuid;
-  v_at timestamptz := date_trunc('milliseconds', clock_timestamp());
-  v_last text := current_setting('sl.last_event_at', true);
-begin
-  if v_last is not null and v_last <> '' and v_at <= v_last::timestamptz then
-    v_at := v_last::timestamptz + interval '1 millisecond';
-  end if;
-  perform set_config('sl.last_event_at', v_at::text, true);
-  insert into events (partner_account_id, child_api_key_id, destination, event, body)
-  values (
-    p_partner, p_child, p_destination, p_event,
-    jsonb_build_object('event', p_event, 'timestamp', sl_iso(v_at), 'data', p_data)::text
-  )
-  returning id into v_id;
-  return v_id;
-end
-$$;
 
 create table key_rotations (
   id              uuid primary key default gen_random_uuid(),

@@ -2,7 +2,7 @@ import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, badRequest, sqlCall } from '../errors.ts';
 import { forbiddenAddressClass, parseIp } from '../net/ip.ts';
 import type { LocalAnswer, LocalIpData } from './local-data.ts';
-import type { ConfidenceLevel, ConsensusResult, EnrichmentProvider, IpProvider, Match, ProviderAnswer, TrafficType } from './types.ts';
+import type { ConfidenceLevel, ConsensusResult, EnrichmentProvider, IpProvider, ProviderAnswer, TrafficType } from './types.ts';
 
 /** What the identification waterfall needs, assembled at the entry point. */
 export interface IpDeps {
@@ -29,17 +29,9 @@ export const COST: Record<IpOperation, number> = { 'ip-to-company': 5, 'ip-to-be
 const CACHE_TTL_SECONDS = 7 * 24 * 3600;
 const FREE_TYPES: ReadonlySet<TrafficType> = new Set(['vpn', 'hosting', 'isp']);
 
-/** The internal verdict both endpoints are rendered from. */
-interface Verdict {
+/** The internal verdict both endpoints are rendered from: the consensus fields plus the context. */
+interface Verdict extends ConsensusResult {
   ip: string;
-  identified: boolean;
-  domain: string | null;
-  company_name: string | null;
-  confidence: number;
-  confidence_level: ConfidenceLevel;
-  traffic_type: TrafficType;
-  reason: string;
-  matches: Match[];
   vpn_provider: string | null;
   country_code: string;
   decision_makers?: { name: string; title: string | null; linkedin_url: string | null }[];
