@@ -16,7 +16,7 @@
  */
 import type { IpProvider, ProviderAnswer, TrafficType } from '../types.ts';
 import { assertIpLiteral, endpoint, fetchProviderJson } from './http.ts';
-import { isTrue, normaliseCompanyDomain, normaliseCountryCode, readObject, readString, trafficTypeFromLabel } from './normalise.ts';
+import { isTrue, normaliseCountryCode, ownerOf, readObject, readString } from './normalise.ts';
 
 export const IPAPI_IS_BASE_URL = 'https://api.ipapi.is';
 
@@ -50,20 +50,7 @@ function mapIpapiIs(provider: string, raw: unknown): ProviderAnswer | null {
   const company = readObject(body['company']);
   const asn = readObject(body['asn']);
 
-  let domain: string | null = null;
-  let companyName: string | null = null;
-  let owner: TrafficType | null = null;
-  if (company) {
-    domain = normaliseCompanyDomain(company['domain']);
-    companyName = readString(company['name']);
-    owner = trafficTypeFromLabel(company['type']);
-  } else if (asn) {
-    owner = trafficTypeFromLabel(asn['type']);
-    if (owner === 'business') {
-      domain = normaliseCompanyDomain(asn['domain']);
-      companyName = readString(asn['org']);
-    }
-  }
+  const { domain, companyName, owner } = ownerOf(company, asn, 'org');
 
   let trafficType: TrafficType | null = owner;
   if (isTrue(body['is_vpn']) || isTrue(body['is_proxy']) || isTrue(body['is_tor'])) trafficType = 'vpn';

@@ -17,7 +17,7 @@
  */
 import type { IpProvider, ProviderAnswer, TrafficType } from '../types.ts';
 import { assertIpLiteral, endpoint, fetchProviderJson } from './http.ts';
-import { isTrue, normaliseCompanyDomain, normaliseCountryCode, readObject, readString, trafficTypeFromLabel } from './normalise.ts';
+import { isTrue, normaliseCountryCode, ownerOf, readObject } from './normalise.ts';
 
 export const IPINFO_BASE_URL = 'https://ipinfo.io';
 
@@ -50,20 +50,7 @@ function mapIpinfo(provider: string, raw: unknown): ProviderAnswer | null {
   const privacy = readObject(body['privacy']);
   const asn = readObject(body['asn']);
 
-  let domain: string | null = null;
-  let companyName: string | null = null;
-  let owner: TrafficType | null = null;
-  if (company) {
-    domain = normaliseCompanyDomain(company['domain']);
-    companyName = readString(company['name']);
-    owner = trafficTypeFromLabel(company['type']);
-  } else if (asn) {
-    owner = trafficTypeFromLabel(asn['type']);
-    if (owner === 'business') {
-      domain = normaliseCompanyDomain(asn['domain']);
-      companyName = readString(asn['name']);
-    }
-  }
+  const { domain, companyName, owner } = ownerOf(company, asn, 'name');
 
   let trafficType: TrafficType | null = owner;
   if (privacy && ['vpn', 'proxy', 'tor', 'relay'].some((flag) => isTrue(privacy[flag]))) trafficType = 'vpn';

@@ -89,3 +89,28 @@ export function readString(v: unknown): string | null {
 export function isTrue(v: unknown): boolean {
   return v === true;
 }
+
+/**
+ * Who owns the address, from a provider's `company` object when it has one, else from its `asn`
+ * object (whose domain and name count only for a business network). `asnNameField` is the provider's
+ * name for the AS owner (`name` at IPinfo, `org` at ipapi.is).
+ */
+export function ownerOf(
+  company: JsonObject | null,
+  asn: JsonObject | null,
+  asnNameField: string,
+): { domain: string | null; companyName: string | null; owner: TrafficType | null } {
+  if (company) {
+    return {
+      domain: normaliseCompanyDomain(company['domain']),
+      companyName: readString(company['name']),
+      owner: trafficTypeFromLabel(company['type']),
+    };
+  }
+  if (asn) {
+    const owner = trafficTypeFromLabel(asn['type']);
+    if (owner === 'business') return { domain: normaliseCompanyDomain(asn['domain']), companyName: readString(asn[asnNameField]), owner };
+    return { domain: null, companyName: null, owner };
+  }
+  return { domain: null, companyName: null, owner: null };
+}
