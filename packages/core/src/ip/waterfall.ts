@@ -1,8 +1,9 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, badRequest, sqlCall } from '../errors.ts';
 import { forbiddenAddressClass, parseIp } from '../net/ip.ts';
+import { levelOf } from './consensus.ts';
 import type { LocalAnswer, LocalIpData } from './local-data.ts';
-import type { ConfidenceLevel, ConsensusResult, EnrichmentProvider, IpProvider, ProviderAnswer, TrafficType } from './types.ts';
+import type { ConsensusResult, EnrichmentProvider, IpProvider, ProviderAnswer, TrafficType } from './types.ts';
 
 /** What the identification waterfall needs, assembled at the entry point. */
 export interface IpDeps {
@@ -37,7 +38,6 @@ interface Verdict extends ConsensusResult {
   decision_makers?: { name: string; title: string | null; linkedin_url: string | null }[];
 }
 
-const level = (c: number): ConfidenceLevel => (c >= 0.8 ? 'confirmed' : c >= 0.5 ? 'likely' : 'unconfirmed');
 
 function fromLocal(ip: string, country: string, local: LocalAnswer): Verdict {
   const c = local.company;
@@ -47,7 +47,7 @@ function fromLocal(ip: string, country: string, local: LocalAnswer): Verdict {
     domain: c?.domain ?? null,
     company_name: c?.company_name ?? null,
     confidence: c ? c.confidence : local.traffic_type === 'business' ? 0.5 : 0.9,
-    confidence_level: c ? level(c.confidence) : 'confirmed',
+    confidence_level: c ? levelOf(c.confidence) : 'confirmed',
     traffic_type: local.traffic_type ?? 'unknown',
     reason: local.reason,
     matches: c ? [{ domain: c.domain, confidence: c.confidence }] : [],
@@ -149,7 +149,7 @@ export async function identifyIp({
           domain: deeper.domain,
           company_name: deeper.company_name,
           confidence,
-          confidence_level: level(confidence),
+          confidence_level: levelOf(confidence),
           traffic_type: 'business',
           reason: `Deeper enrichment (${deeper.provider}) matched ${deeper.company_name ?? deeper.domain}.`,
           matches: [{ domain: deeper.domain, confidence }, ...verdict.matches.filter((m) => m.domain !== deeper.domain)],

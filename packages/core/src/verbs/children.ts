@@ -1,8 +1,8 @@
 import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { generateApiKey, keyPrefixOf, mintWebhookSecret } from '../crypto.ts';
+import { generateApiKey, keyPrefixOf } from '../crypto.ts';
 import { badRequest, sqlCall } from '../errors.ts';
-import { assertReachableWebhook } from '../net/webhook-destination.ts';
 import { normaliseTrackerDomain } from './domain.ts';
+import { prepareNewWebhook } from './new-webhook.ts';
 
 export interface CreateChildInput {
   name: string;
@@ -48,23 +48,9 @@ export async function createChildKey({ ctx, input }: VerbArgs<CreateChildInput, 
   const quota = input.monthly_id_quota ?? 0;
   const brandName = input.brand_name?.trim() || name;
 
-  if (input.webhook_secret !== undefined && input.webhook_url === undefined) {
-    throw badRequest('webhook_secret is only used together with webhook_url');
-  }
-  let webhookUrl: string | null = null;
-  let webhookSecret: string | null = null;
-  if (input.webhook_url !== undefined) {
-    webhookUrl = await assertReachableWebhook(
-      input.webhook_url,
-      { allowPrivate: ctx.allowPrivateWebhooks },
-      ctx.webhooks,
-    );
-    webhookSecret = input.webhook_secret ?? mintWebhookSecret();
-  }
-
+  const webhook = await prepareNewWebhook(ctx, input.webhook_url, input.webhook_secret);
   const key = generateApiKey();
   const keyHash = await ctx.keyring.hashApiKey(key);
-  const sealed = webhookSecret === null ? null : await ctx.keyring.seal(webhookSecret);
 
   const [row] = await sqlCall(
     () => ctx.db<{
@@ -76,7 +62,7 @@ export async function createChildKey({ ctx, input }: VerbArgs<CreateChildInput, 
       current_period_end: Date;
     }>`select * from sl_create_child(
         ${ctx.caller.apiKeyId}, ${name}, ${domain}, ${quota}, ${brandName},
-        ${keyHash}, ${keyPrefixOf(key)}, ${webhookUrl}, ${sealed})`,
+        ${keyHash}, ${keyPrefixOf(key)}, ${webhook.url}, ${webhook.sealed})`,
   );
   if (!row) throw new Error('sl_create_child returned no row');
 
@@ -106,7 +92,7 @@ export async function createChildKey({ ctx, input }: VerbArgs<CreateChildInput, 
       error: null,
       advance_charge_pi_id: null,
     },
-    webhook: { url: webhookUrl, secret: webhookSecret },
+    webhook: { url: webhook.url, secret: webhook.secret },
   };
 }
 

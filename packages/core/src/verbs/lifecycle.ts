@@ -2,6 +2,7 @@ import type { PartnerCtx, VerbArgs } from '../context.ts';
 import { generateApiKey, keyPrefixOf, mintWebhookSecret } from '../crypto.ts';
 import { badRequest, sqlCall } from '../errors.ts';
 import { assertReachableWebhook } from '../net/webhook-destination.ts';
+import { prepareNewWebhook } from './new-webhook.ts';
 
 /** Spec limit: 10 rotations per child per rolling 24 hours. */
 export const ROTATIONS_PER_DAY = 10;
@@ -122,16 +123,7 @@ export interface AdoptInput {
 export async function adoptExistingKey({ ctx, input }: VerbArgs<AdoptInput, PartnerCtx>) {
   const name = input.name.trim();
   if (!name) throw badRequest('name is required');
-  if (input.webhook_secret !== undefined && input.webhook_url === undefined) {
-    throw badRequest('webhook_secret is only used together with webhook_url');
-  }
-  let url: string | null = null;
-  let secret: string | null = null;
-  if (input.webhook_url !== undefined) {
-    url = await assertReachableWebhook(input.webhook_url, { allowPrivate: ctx.allowPrivateWebhooks }, ctx.webhooks);
-    secret = input.webhook_secret ?? mintWebhookSecret();
-  }
-  const sealed = secret === null ? null : await ctx.keyring.seal(secret);
+  const { url, secret, sealed } = await prepareNewWebhook(ctx, input.webhook_url, input.webhook_secret);
   const [row] = await sqlCall(
     () => ctx.db<{
       api_key_id: string;

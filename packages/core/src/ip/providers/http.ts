@@ -76,3 +76,9 @@ async function errorDetail(res: Response): Promise<string | null> {
   }
   return detail === null ? null : detail.slice(0, 200);
 }
+
+/** What every provider adapter takes: its API key, and a base URL to override (tests, proxies). */
+export interface ProviderOptions {
+  apiKey: string;
+  baseUrl?: string | undefined;
+}

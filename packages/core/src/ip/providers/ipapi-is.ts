@@ -15,17 +15,12 @@
  * `company.abuser_score` rates abuse, not the identification, so confidence is null.
  */
 import type { IpProvider, ProviderAnswer, TrafficType } from '../types.ts';
-import { assertIpLiteral, endpoint, fetchProviderJson } from './http.ts';
+import { assertIpLiteral, endpoint, fetchProviderJson, type ProviderOptions } from './http.ts';
 import { isTrue, normaliseCountryCode, ownerOf, readObject, readString } from './normalise.ts';
 
 export const IPAPI_IS_BASE_URL = 'https://api.ipapi.is';
 
-export interface IpapiIsOptions {
-  apiKey: string;
-  baseUrl?: string | undefined;
-}
-
-export function createIpapiIsProvider(opts: IpapiIsOptions): IpProvider {
+export function createIpapiIsProvider(opts: ProviderOptions): IpProvider {
   const name = 'ipapi_is';
   const base = opts.baseUrl ?? IPAPI_IS_BASE_URL;
   return {

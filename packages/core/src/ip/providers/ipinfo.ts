@@ -16,17 +16,12 @@
  * IPinfo gives no confidence, so confidence is null.
  */
 import type { IpProvider, ProviderAnswer, TrafficType } from '../types.ts';
-import { assertIpLiteral, endpoint, fetchProviderJson } from './http.ts';
+import { assertIpLiteral, endpoint, fetchProviderJson, type ProviderOptions } from './http.ts';
 import { isTrue, normaliseCountryCode, ownerOf, readObject } from './normalise.ts';
 
 export const IPINFO_BASE_URL = 'https://ipinfo.io';
 
-export interface IpinfoOptions {
-  apiKey: string;
-  baseUrl?: string | undefined;
-}
-
-export function createIpinfoProvider(opts: IpinfoOptions): IpProvider {
+export function createIpinfoProvider(opts: ProviderOptions): IpProvider {
   const name = 'ipinfo';
   const base = opts.baseUrl ?? IPINFO_BASE_URL;
   return {

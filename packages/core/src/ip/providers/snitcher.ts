@@ -14,7 +14,7 @@
  * budget); 404 → null; 403 (quota) and 429 (rate limit) throw with their status like any other error.
  */
 import type { IpProvider, ProviderAnswer } from '../types.ts';
-import { assertIpLiteral, endpoint, fetchProviderJson } from './http.ts';
+import { assertIpLiteral, endpoint, fetchProviderJson, type ProviderOptions } from './http.ts';
 import { normaliseCompanyDomain, normaliseCountryCode, readObject, readString, trafficTypeFromLabel } from './normalise.ts';
 
 export const SNITCHER_BASE_URL = 'https://api.snitcher.com';
@@ -22,12 +22,7 @@ export const SNITCHER_BASE_URL = 'https://api.snitcher.com';
 const EXACT_MATCH_CONFIDENCE = 0.9;
 const FUZZY_MATCH_CONFIDENCE = 0.6;
 
-export interface SnitcherOptions {
-  apiKey: string;
-  baseUrl?: string | undefined;
-}
-
-export function createSnitcherProvider(opts: SnitcherOptions): IpProvider {
+export function createSnitcherProvider(opts: ProviderOptions): IpProvider {
   const name = 'snitcher';
   const base = opts.baseUrl ?? SNITCHER_BASE_URL;
   return {
