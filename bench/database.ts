@@ -7,7 +7,7 @@ import { loadMigrations, openPglite } from '@sightline/host';
  * A throwaway, migrated database for one bench run: a fresh database on the DATABASE_URL server
  * (dropped afterwards), or an in-memory PGlite.
  */
-export async function openBenchDatabase(poolSize: number): Promise<{ db: Database; kind: string; drop(): Promise<void> }> {
+export async function openBenchDatabase(poolSize: number): Promise<{ db: Database; kind: string; url?: string; drop(): Promise<void> }> {
   const base = process.env.DATABASE_URL;
   if (!base) {
     const db = await openPglite(undefined);
@@ -25,6 +25,7 @@ export async function openBenchDatabase(poolSize: number): Promise<{ db: Databas
   return {
     db,
     kind: `Postgres (pool ${poolSize})`,
+    url: url.href,
     async drop() {
       await db.close();
       const a = postgres(base, { max: 1, onnotice: () => {} });

@@ -1,4 +1,6 @@
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   classifyNetwork,
@@ -16,12 +18,18 @@ import { openCountryReader, readAsnBase } from '@sightline/host';
 
 const SHARED = new URL('../../shared/data/', import.meta.url);
 
+let base: Awaited<ReturnType<typeof readAsnBase>>;
 let data: LocalIpData;
 let country: Awaited<ReturnType<typeof openCountryReader>>;
 beforeAll(async () => {
-  data = LocalIpData.fromBase(await readAsnBase());
+  base = await readAsnBase();
+  data = LocalIpData.fromBase(base);
   country = await openCountryReader();
 });
+
+const bigToV6 = (v: bigint) =>
+  Array.from({ length: 8 }, (_, k) => ((v >> BigInt(112 - 16 * k)) & 0xffffn).toString(16)).join(':');
+const dotted = (v: number) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
 
 const look = (ip: string) => {
   const parsed = parseIp(ip);
@@ -48,16 +56,46 @@ describe('shipped data classifies well-known networks', () => {
     expect(a.asn).toBe(asn);
   });
 
-  it('the hot-path classifier agrees with the full lookup on 20,000 addresses', () => {
+  it('bulk classification agrees with the full lookup on 20,000 random addresses', () => {
     let x = 777;
     for (let i = 0; i < 20_000; i++) {
       x ^= x << 13;
       x ^= x >>> 17;
       x ^= x << 5;
-      const v = x >>> 0;
-      const ip = `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+      const ip = dotted(x >>> 0);
       expect(data.trafficTypeV4(ipv4ToNumber(ip))).toBe(look(ip).traffic_type);
+      expect(data.classifyV4(ip)).toBe(look(ip).traffic_type);
     }
+  });
+
+  it('bulk classification agrees with the full lookup at segment edges, with imported layers on top', () => {
+    // Small imported ranges that split /24s and /20s of networks whose class differs from theirs.
+    const layered = LocalIpData.fromBase(base, {
+      overlays4: [
+        { start: ipv4ToNumber('8.8.8.16'), end: ipv4ToNumber('8.8.8.23'), kind: 'vpn', provider: 'Edge VPN' },
+        { start: ipv4ToNumber('80.128.0.0'), end: ipv4ToNumber('80.128.15.255'), kind: 'hosting', provider: null },
+        { start: ipv4ToNumber('193.60.1.128'), end: ipv4ToNumber('193.60.1.128'), kind: 'isp', provider: null },
+      ],
+      companies4: [
+        { start: ipv4ToNumber('3.5.140.77'), end: ipv4ToNumber('3.5.140.77'), domain: 'edge.example', company_name: 'Edge', confidence: 0.9, source: 'import' },
+      ],
+    });
+    const full = (ip: string) => layered.lookup(parseIp(ip) as NonNullable<ReturnType<typeof parseIp>>).traffic_type;
+    const probes: number[] = [];
+    for (const anchor of ['8.8.8.16', '8.8.8.23', '80.128.0.0', '80.128.15.255', '193.60.1.128', '3.5.140.77', '0.0.0.0', '255.255.255.255']) {
+      const v = ipv4ToNumber(anchor);
+      for (let d = -2; d <= 2; d++) if (v + d >= 0 && v + d <= 0xffffffff) probes.push(v + d);
+    }
+    // Every 50th segment edge of the shipped owner table, and its neighbours.
+    for (let i = 0; i < base.asn4.boundaryCount; i += 50) {
+      const b = base.asn4.boundaryAt(i);
+      for (const ip of [b - 1, b]) if (ip >= 0 && ip <= 0xffffffff) probes.push(ip);
+    }
+    for (const v of probes) expect(layered.classifyV4(dotted(v)), dotted(v)).toBe(full(dotted(v)));
+    expect(layered.classifyV4('8.8.8.20')).toBe('vpn');
+    expect(layered.classifyV4('80.128.3.1')).toBe('hosting');
+    expect(layered.classifyV4('3.5.140.77')).toBe('business');
+    expect(layered.classifyV4('not an address')).toBeNull();
   });
 
   it('names the VPN provider and the enterprise domain', () => {
@@ -146,9 +184,87 @@ describe('interval indexes', () => {
     expect([at('2001:db8::1'), at('2001:db8:1::ffff'), at('2001:db8:2::'), at('2001:db9::')]).toEqual([1, 2, 1, -1]);
   });
 
-  it('parse IPv4 on the hot path strictly', () => {
+  it('fill IPv6 from 32-bit words exactly as from bigints, clipping overlaps and the top of the space', () => {
+    const words = (v: bigint) => Uint32Array.from([96n, 64n, 32n, 0n], (sh) => Number((v >> sh) & 0xffffffffn));
+    const TOP = (1n << 128n) - 1n;
+    const rows: [bigint, bigint, number][] = [
+      [0n, 0xffffn, 1],
+      [0x1_0000n, (1n << 64n) - 1n, 2],
+      [(1n << 64n) - 5n, (1n << 64n) + 5n, 3], // overlaps row 2: clipped to start at 2^64
+      [(1n << 64n) + 2n, (1n << 64n) + 4n, 4], // inside row 3: nothing left
+      [(1n << 96n) + (0xfffffffen << 32n), TOP - 1n, 5],
+      [TOP - 1n, TOP, 6], // clipped to TOP alone
+    ];
+    const byBig = Ipv6Index.sortedBuilder(rows.length);
+    const byWords = Ipv6Index.sortedBuilder(rows.length);
+    for (const [s, e, v] of rows) {
+      byBig.push(s, e, v);
+      byWords.pushWords(words(s), words(e), v);
+    }
+    // What the clipping rule leaves, built through the plain bigint setter.
+    const expected = Ipv6Index.fromSegments([
+      { start: 0n, end: 0xffffn, value: 1 },
+      { start: 0x1_0000n, end: (1n << 64n) - 1n, value: 2 },
+      { start: 1n << 64n, end: (1n << 64n) + 5n, value: 3 },
+      { start: (1n << 96n) + (0xfffffffen << 32n), end: TOP - 1n, value: 5 },
+      { start: TOP, end: TOP, value: 6 },
+    ]);
+    const probes = rows.flatMap(([s, e]) => [s, e, s - 1n, e + 1n, (s + e) / 2n]).filter((p) => p >= 0n && p <= TOP);
+    for (const built of [byBig.done(), byWords.done()]) {
+      expect(built.size).toBe(expected.size);
+      for (const p of probes) expect(built.lookup(p), p.toString(16)).toBe(expected.lookup(p));
+    }
+  });
+
+  it('load every shipped row so that its first and last address resolve to its ASN', async () => {
+    const dir = path.dirname(createRequire(import.meta.url).resolve('@ip-location-db/asn/package.json'));
+    for (const [file, v6] of [['asn-ipv4-num.csv', false], ['asn-ipv6-num.csv', true]] as const) {
+      const lines = (await readFile(path.join(dir, file), 'utf8')).split('\n').filter(Boolean);
+      let checked = 0;
+      for (let i = 0; i < lines.length; i += 211) {
+        const [start, end, asn] = (lines[i] as string).split(',');
+        // The table has one overlap; a clipped row's start belongs to its predecessor.
+        const prevEnd = i > 0 ? (lines[i - 1] as string).split(',')[1] : undefined;
+        if (prevEnd !== undefined && BigInt(prevEnd) >= BigInt(start as string)) continue;
+        for (const at of [start, end] as string[]) {
+          const ip = v6 ? parseIp(bigToV6(BigInt(at))) : parseIp(dotted(Number(at)));
+          expect(data.lookup(ip as NonNullable<ReturnType<typeof parseIp>>).asn, `${file} row ${i}`).toBe(Number(asn));
+        }
+        checked++;
+      }
+      expect(checked).toBeGreaterThan(v6 ? 400 : 1500);
+    }
+  });
+
+  it('parse IPv4 on the hot path strictly, agreeing with a reference on random strings', () => {
     expect(ipv4ToNumber('255.255.255.255')).toBe(0xffffffff);
-    for (const bad of ['1.2.3', '01.2.3.4', '256.0.0.0', '1.2.3.4.', '1..2.3', 'a.b.c.d', '1.2.3.4 ']) expect(ipv4ToNumber(bad)).toBe(-1);
+    expect(ipv4ToNumber('0.0.0.0')).toBe(0);
+    for (const bad of ['1.2.3', '01.2.3.4', '256.0.0.0', '1.2.3.4.', '1..2.3', 'a.b.c.d', '1.2.3.4 ', '1.2.3.04', '1.2.3.1000', '1.2.3.-1', '1.2.3.+1', '١.2.3.4', '1.2.3:4', '.1.2.3', ''])
+      expect(ipv4ToNumber(bad), bad).toBe(-1);
+    const reference = (s: string) => {
+      const m = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/.exec(s);
+      if (!m) return -1;
+      const o = m.slice(1).map(Number);
+      return o.some((n) => n > 255) ? -1 : (((o[0] as number) << 24) | ((o[1] as number) << 16) | ((o[2] as number) << 8) | (o[3] as number)) >>> 0;
+    };
+    const alphabet = '0123456789....0123456789 /:a-';
+    let x = 99;
+    for (let i = 0; i < 50_000; i++) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      let s = '';
+      const len = 5 + ((x >>> 0) % 12);
+      for (let k = 0; k < len; k++) s += alphabet[((x >>> 0) + k * 7919 + ((x >>> (k % 24)) & 31)) % alphabet.length];
+      expect(ipv4ToNumber(s), s).toBe(reference(s));
+    }
+    for (let i = 0; i < 20_000; i++) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      const ip = dotted(x >>> 0);
+      expect(ipv4ToNumber(ip), ip).toBe(x >>> 0);
+    }
     expect(parseCidr('10.1.2.3/8')).toEqual({ version: 4, start: 0x0a000000, end: 0x0affffff });
     expect(parseCidr('10.0.0.0/33')).toBeNull();
   });

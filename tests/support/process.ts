@@ -20,9 +20,13 @@ export interface StartedServer {
   stop(): Promise<number | null>;
 }
 
-/** Runs the host's `npm start` entry and waits until it prints its address. */
-export async function startHost(env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<StartedServer> {
-  const proc = spawn(TSX, ['packages/host/src/main.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Runs the host and waits until it prints its address: the `npm start` entry (sources through tsx),
+ * or with `built` the `npm run serve` one (the `npm run build` output under plain node).
+ */
+export async function startHost(env: NodeJS.ProcessEnv, timeoutMs = 60_000, { built = false } = {}): Promise<StartedServer> {
+  const [cmd, args] = built ? [process.execPath, ['packages/host/dist/main.mjs']] : [TSX, ['packages/host/src/main.ts']];
+  const proc = spawn(cmd, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));

@@ -1,4 +1,6 @@
-import { PGlite, type Transaction } from '@electric-sql/pglite';
+// Types only: the module (and its WASM) loads when the embedded database is opened, so a server
+// on Postgres never holds it.
+import type { PGlite, Transaction } from '@electric-sql/pglite';
 import type { Database, Sql, SqlValue } from '@sightline/core';
 
 type PgliteLike = PGlite | Transaction;
@@ -7,17 +9,17 @@ function toText(strings: TemplateStringsArray): string {
   return strings.reduce((acc, part, i) => (i === 0 ? part : `${acc}$${i}${part}`), '');
 }
 
-function wrap(pg: PgliteLike): Sql & { exec(script: string): Promise<void> } {
+function wrap(pg: PgliteLike, root: boolean): Sql & { exec(script: string): Promise<void> } {
   const run = async <T extends object>(strings: TemplateStringsArray, ...values: SqlValue[]): Promise<T[]> => {
     const result = await pg.query<T>(toText(strings), values);
     return result.rows;
   };
   return Object.assign(run, {
     begin: <T>(fn: (tx: Sql) => Promise<T>): Promise<T> => {
-      if (pg instanceof PGlite) return pg.transaction((tx) => fn(wrap(tx)));
+      if (root) return (pg as PGlite).transaction((tx) => fn(wrap(tx, false)));
       // Already inside a transaction: run inline (PGlite has one connection; savepoints are not needed
       // by any caller that nests).
-      return fn(wrap(pg));
+      return fn(wrap(pg, false));
     },
     exec: async (script: string): Promise<void> => {
       await pg.exec(script);
@@ -31,8 +33,9 @@ function wrap(pg: PgliteLike): Sql & { exec(script: string): Promise<void> } {
  * serialises transactions, which keeps its accounting exact.
  */
 export async function openPglite(dataDir: string | undefined): Promise<Database> {
+  const { PGlite } = await import('@electric-sql/pglite');
   const pg = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
-  const sql = wrap(pg);
+  const sql = wrap(pg, true);
   return Object.assign(sql, {
     kind: 'pglite' as const,
     close: () => pg.close(),

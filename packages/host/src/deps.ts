@@ -17,7 +17,7 @@ import {
   type RateLimiter,
 } from '@sightline/core';
 import { createStripeProcessor } from '@sightline/core/payments/stripe';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { openPglite } from './db-pglite.ts';
 import { ipDepsFor } from './ip-data.ts';
 import { createLogger } from './logger.ts';
@@ -71,9 +71,11 @@ export function paymentProcessorFor(env: Env): PaymentProcessor {
 }
 
 /** Redis when REDIS_URL is set (shared across replicas), else an in-process limiter. */
-function rateLimiterFor(env: Env): { limiter: RateLimiter; redis: Redis | undefined } {
+async function rateLimiterFor(env: Env): Promise<{ limiter: RateLimiter; redis: Redis | undefined }> {
   const policy = { limit: env.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 };
   if (!env.REDIS_URL) return { limiter: createMemoryRateLimiter(policy), redis: undefined };
+  // Loaded only when configured: a server without Redis does not carry the client.
+  const { Redis } = await import('ioredis');
   const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
   return { limiter: createRedisRateLimiter(redis, policy), redis };
 }
@@ -86,7 +88,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
   const applied = await migrateDatabase(db);
   if (applied.length) log.info('migrations applied', { migrations: applied });
   const webhooks = createNodeWebhookTransport({ allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS });
-  const { limiter, redis } = rateLimiterFor(env);
+  const { limiter, redis } = await rateLimiterFor(env);
   const deps = createCoreDeps({
     db,
     keyring,

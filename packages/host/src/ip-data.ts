@@ -1,6 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import {
   consensus,
   createIpapiIsProvider,
@@ -12,8 +9,6 @@ import {
   type EnrichmentProvider,
   type Env,
   type IpProvider,
-  Ipv4Index,
-  Ipv6Index,
   LocalIpData,
   parseCidr,
   type CompanyRow,
@@ -24,71 +19,9 @@ import {
   type Sql,
 } from '@sightline/core';
 import type { Redis } from 'ioredis';
-import maxmind, { type CountryResponse, type Reader } from 'maxmind';
+import { openCountryReader, readAsnBase } from './ip-base.ts';
 
-const require = createRequire(import.meta.url);
-const packageDir = (name: string) => path.dirname(require.resolve(`${name}/package.json`));
-
-/**
- * Reads the @ip-location-db/asn numeric CSVs (`start,end,asn,name`; names quoted when they hold a
- * comma) straight into typed arrays: no per-row objects, and one string per distinct owner.
- */
-export async function readAsnBase(): Promise<{ owners: { asn: number; name: string }[]; asn4: Ipv4Index; asn6: Ipv6Index }> {
-  const dir = packageDir('@ip-location-db/asn');
-  const owners: { asn: number; name: string }[] = [];
-  // asn → name → owner index; most ASNs have one name, so this stays small.
-  const ownerIndex = new Map<number, Map<string, number>>();
-  const ownerOf = (asn: number, name: string) => {
-    let names = ownerIndex.get(asn);
-    if (!names) ownerIndex.set(asn, (names = new Map()));
-    let i = names.get(name);
-    if (i === undefined) {
-      i = owners.push({ asn, name }) - 1;
-      names.set(name, i);
-    }
-    return i;
-  };
-  const scan = (buf: Buffer, row: (start: string, end: string, owner: number) => void) => {
-    let pos = 0;
-    while (pos < buf.length) {
-      let end = buf.indexOf(10, pos);
-      if (end < 0) end = buf.length;
-      const c1 = buf.indexOf(44, pos);
-      const c2 = buf.indexOf(44, c1 + 1);
-      const c3 = buf.indexOf(44, c2 + 1);
-      if (c1 > pos && c3 > 0 && c3 < end) {
-        let name = buf.toString('utf8', c3 + 1, buf[end - 1] === 13 ? end - 1 : end);
-        if (name.startsWith('"')) name = name.slice(1, -1).replaceAll('""', '"');
-        row(buf.toString('latin1', pos, c1), buf.toString('latin1', c1 + 1, c2), ownerOf(Number(buf.toString('latin1', c2 + 1, c3)), name));
-      }
-      pos = end + 1;
-    }
-  };
-  const lines = (buf: Buffer) => {
-    let n = 0;
-    for (let i = buf.indexOf(10); i >= 0; i = buf.indexOf(10, i + 1)) n++;
-    return n + 1;
-  };
-
-  const v4 = await readFile(path.join(dir, 'asn-ipv4-num.csv'));
-  const cap = lines(v4);
-  const starts = new Uint32Array(cap);
-  const ends = new Uint32Array(cap);
-  const values = new Int32Array(cap);
-  let n = 0;
-  scan(v4, (s, e, o) => {
-    starts[n] = Number(s);
-    ends[n] = Number(e);
-    values[n++] = o;
-  });
-  const asn4 = Ipv4Index.fromSorted(starts, ends, values, n);
-
-  const v6 = await readFile(path.join(dir, 'asn-ipv6-num.csv'));
-  const six = Ipv6Index.sortedBuilder(lines(v6));
-  scan(v6, (s, e, o) => six.push(BigInt(s), BigInt(e), o));
-  const asn6 = six.done();
-  return { owners, asn4, asn6 };
-}
+export { openCountryReader, readAsnBase };
 
 /** The imported and learned layers, from Postgres. */
 export async function readLayers(db: Sql) {
@@ -110,12 +43,6 @@ export async function readLayers(db: Sql) {
     else if (c?.version === 6) companies6.push({ start: c.start, end: c.end, ...row });
   }
   return { overlays4, overlays6, companies4, companies6 };
-}
-
-/** The combined IPv4+IPv6 country database (an IPv4-only file answers wrongly for IPv6). */
-export async function openCountryReader(): Promise<Reader<CountryResponse & { country_code?: string }>> {
-  const file = path.join(packageDir('@ip-location-db/geo-whois-asn-country-mmdb'), 'geo-whois-asn-country.mmdb');
-  return maxmind.open<CountryResponse & { country_code?: string }>(file);
 }
 
 export interface IpStore {

@@ -1,6 +1,6 @@
 import classes from '../../data/network-classes.json' with { type: 'json' };
 import type { ParsedIp } from '../net/ip.ts';
-import { groupsToBigint, Ipv4Index, Ipv6Index, type RangeInput } from './ranges.ts';
+import { groupsToBigint, ipv4ToNumber, Ipv4Index, Ipv6Index, type RangeInput } from './ranges.ts';
 import type { TrafficType } from './types.ts';
 
 /**
@@ -62,26 +62,60 @@ interface AsnClass {
   company_name?: string;
 }
 
-const ASN_CLASSES = classes.asns as Record<string, AsnClass>;
+const ASN_CLASSES = new Map(Object.entries(classes.asns as Record<string, AsnClass>).map(([asn, c]) => [Number(asn), c]));
 const NAME_RULES = classes.name_rules.map((r) => ({ type: r.type as TrafficType, re: new RegExp(r.pattern, 'i') }));
 const KIND_PRIORITY: Record<RangeKind, number> = { vpn: 3, hosting: 2, isp: 1 };
 
+/** The class alone (no object made), for classifying 90,000 owners at load. */
+function classOf(asn: number, name: string): TrafficType | null {
+  const curated = ASN_CLASSES.get(asn);
+  if (curated) return curated.type;
+  for (const rule of NAME_RULES) if (rule.re.test(name)) return rule.type;
+  return null;
+}
+
 /** The class of a network from its ASN (curated) or its organisation name (rules); null = a business. */
 export function classifyNetwork(asn: number, name: string): Omit<Owner, 'asn' | 'name'> {
-  const curated = ASN_CLASSES[String(asn)];
-  if (curated) {
-    return {
-      type: curated.type,
-      label: curated.label,
-      vpnProvider: curated.vpn_provider ?? null,
-      domain: curated.domain ?? null,
-      companyName: curated.company_name ?? null,
-    };
+  const curated = ASN_CLASSES.get(asn);
+  const type = classOf(asn, name);
+  return {
+    type,
+    label: curated?.label ?? null,
+    vpnProvider: curated ? (curated.vpn_provider ?? null) : type === 'vpn' ? name : null,
+    domain: curated?.domain ?? null,
+    companyName: curated?.company_name ?? null,
+  };
+}
+
+/**
+ * The network owners, column by column: an ASN, a name and a one-byte class each. As objects, the
+ * 90,000 owners took a third of the loaded heap, and building them churned the young generation
+ * up to its largest size, which the process then keeps. An Owner object is made per lookup.
+ */
+class Owners {
+  private readonly types: Uint8Array;
+
+  constructor(
+    private readonly asns: Int32Array,
+    private readonly names: string[],
+  ) {
+    this.types = new Uint8Array(names.length);
+    for (let i = 0; i < names.length; i++) this.types[i] = VERDICTS.indexOf(classOf(asns[i] as number, names[i] as string));
   }
-  for (const rule of NAME_RULES) {
-    if (rule.re.test(name)) return { type: rule.type, label: null, vpnProvider: rule.type === 'vpn' ? name : null, domain: null, companyName: null };
+
+  get(i: number): Owner {
+    const asn = this.asns[i] as number;
+    const name = this.names[i] as string;
+    return { asn, name, ...classifyNetwork(asn, name) };
   }
-  return { type: null, label: null, vpnProvider: null, domain: null, companyName: null };
+
+  /** Per owner, the local verdict as an index into VERDICTS (0 = ask the providers). */
+  verdictCodes(): Uint8Array {
+    return this.types.map((code, i) =>
+      // A business owner is answered locally only when curated with its domain.
+      VERDICTS[code] === 'business' && !ASN_CLASSES.get(this.asns[i] as number)?.domain ? 0 : code,
+    );
+  }
 }
 
 export interface LocalLayers {
@@ -94,12 +128,19 @@ export interface LocalLayers {
 }
 
 const VERDICTS: (TrafficType | null)[] = [null, 'business', 'isp', 'hosting', 'vpn', 'education', 'government', 'unknown'];
+/** A table cell whose addresses do not all share one verdict: ask the interval search. */
+const MIXED = 15;
+/** /20 cells at or above this point to a block of /24 cells. */
+const SUB = 16;
+
+/** Until the first bulk classification builds the table. */
+const EMPTY_TOP = new Uint32Array(0);
 
 const article = (t: string) => (/^[aeiou]/.test(t) ? 'an' : 'a');
 
 export class LocalIpData {
   private constructor(
-    private readonly owners: Owner[],
+    private readonly owners: Owners,
     private readonly asn4: Ipv4Index,
     private readonly asn6: Ipv6Index,
     private readonly overlays: { kind: RangeKind; provider: string | null }[],
@@ -124,23 +165,25 @@ export class LocalIpData {
    * allocating no row objects) plus the imported layers.
    */
   static fromBase(
-    base: { owners: { asn: number; name: string }[]; asn4: Ipv4Index; asn6: Ipv6Index },
+    base: { owners: { asns: Int32Array; names: string[] }; asn4: Ipv4Index; asn6: Ipv6Index },
     layers: Omit<LocalLayers, 'asn4' | 'asn6'> = {},
   ): LocalIpData {
-    const owners = base.owners.map((o) => ({ ...o, ...classifyNetwork(o.asn, o.name) }));
+    const owners = new Owners(base.owners.asns, base.owners.names);
     const empty = LocalIpData.build({ asn4: [], asn6: [] });
     return new LocalIpData(owners, base.asn4, base.asn6, empty.overlays, empty.overlay4, empty.overlay6, empty.companies, empty.company4, empty.company6).withLayers(layers);
   }
 
   static build(input: LocalLayers): LocalIpData {
-    const owners: Owner[] = [];
+    const asns: number[] = [];
+    const names: string[] = [];
     const ownerOf = new Map<string, number>();
     const owner = (asn: number, name: string) => {
       const key = `${asn}|${name}`;
       let i = ownerOf.get(key);
       if (i === undefined) {
-        i = owners.length;
-        owners.push({ asn, name, ...classifyNetwork(asn, name) });
+        i = names.length;
+        asns.push(asn);
+        names.push(name);
         ownerOf.set(key, i);
       }
       return i;
@@ -165,7 +208,7 @@ export class LocalIpData {
       });
     const company4 = Ipv4Index.build(companyIndex(input.companies4 ?? []));
     const company6 = Ipv6Index.build(companyIndex(input.companies6 ?? []));
-    return new LocalIpData(owners, asn4, asn6, overlays, overlay4, overlay6, companies, company4, company6);
+    return new LocalIpData(new Owners(Int32Array.from(asns), names), asn4, asn6, overlays, overlay4, overlay6, companies, company4, company6);
   }
 
   get stats() {
@@ -179,7 +222,139 @@ export class LocalIpData {
   /** Per owner, the local verdict as an index into VERDICTS (0 = ask the providers). */
   private verdictCodes: Uint8Array | undefined;
 
-  /** The hot path: the traffic type of an IPv4 number from the local data (null = ask providers). */
+  /** Per /16: its block of sixteen /20 cells in `mid` (a shared uniform block, or its own). */
+  private top = EMPTY_TOP;
+  /** Per /20: a verdict code, or SUB + the number of its block of sixteen /24 cells in `low`. */
+  private mid = new Uint16Array(0);
+  /** Per /24 of a /20 whose addresses disagree: a verdict code. */
+  private low = new Uint8Array(0);
+
+  /**
+   * Bulk classification of an IPv4 address string: parse, then a three-level table walk. The /16
+   * table (256 KiB) and the /20 cells stay in the CPU cache; only the one address in twenty that
+   * lies in a /20 whose addresses disagree reads a /24 cell, and only /24s that disagree fall back
+   * to the interval search. A flat per-/24 table (16 MiB) measured three times slower than this: a
+   * random read there misses every cache. Built on first use (a few hundred milliseconds), so
+   * reloads after an import or a learned record do not pay for it unless something classifies in
+   * bulk. null = not a valid dotted quad, or ask the providers.
+   */
+  classifyV4(address: string): TrafficType | null {
+    const ip = ipv4ToNumber(address);
+    if (ip < 0) return null;
+    if (this.top === EMPTY_TOP) this.buildVerdictTable();
+    let code = this.mid[((this.top[ip >>> 16] as number) << 4) | ((ip >>> 12) & 15)] as number;
+    if (code >= SUB) code = this.low[((code - SUB) << 4) | ((ip >>> 8) & 15)] as number;
+    return code === MIXED ? this.trafficTypeV4(ip) : (VERDICTS[code] as TrafficType | null);
+  }
+
+  /**
+   * Every address between two consecutive segment boundaries (of the owner, overlay and company
+   * indexes together) gets the same verdict, so one interval search per interval fills the table
+   * exactly. Works one /16 at a time through a 256-cell scratch, so building holds no 16 MiB table.
+   */
+  private buildVerdictTable(): void {
+    // The three indexes' boundaries merged in order, without materialising a million-entry array.
+    const indexes = [this.asn4, this.overlay4, this.company4];
+    const heads = [0, 0, 0];
+    const nextBoundary = () => {
+      let best = -1;
+      let value = 2 ** 32;
+      for (let k = 0; k < 3; k++) {
+        const idx = indexes[k] as Ipv4Index;
+        const h = heads[k] as number;
+        if (h < idx.boundaryCount && idx.boundaryAt(h) < value) {
+          value = idx.boundaryAt(h);
+          best = k;
+        }
+      }
+      if (best >= 0) heads[best] = (heads[best] as number) + 1;
+      return value; // 2^32 once all are spent
+    };
+    // The interval [lo, hi) reaching into the current /16; empty intervals (duplicates) are skipped.
+    let lo = 0;
+    let hi = nextBoundary();
+    while (hi === lo) hi = nextBoundary();
+    const advance = () => {
+      lo = hi;
+      if (lo >= 2 ** 32) return;
+      do hi = nextBoundary();
+      while (hi === lo);
+    };
+
+    const UNSET = 255;
+    const cells = new Uint8Array(256); // the current /16's /24 verdicts
+    const mark = (cell: number, code: number) => {
+      const was = cells[cell] as number;
+      cells[cell] = was === UNSET || was === code ? code : MIXED;
+    };
+    const uniform = (from: number, n: number) => {
+      const first = cells[from] as number;
+      for (let k = 1; k < n; k++) if (cells[from + k] !== first) return -1;
+      return first;
+    };
+    // Blocks 0..VERDICTS.length-1 of `mid` are the shared uniform ones; disagreeing /16s follow.
+    const top = new Uint32Array(65536);
+    // Sized for the worst case (every /16 its own block), then trimmed.
+    const mid = new Uint16Array((VERDICTS.length + 65536) * 16);
+    let midLength = 0;
+    for (let c = 0; c < VERDICTS.length; c++) for (let q = 0; q < 16; q++) mid[midLength++] = c;
+    const low = new Uint8Array((0xffff - SUB) * 16);
+    let lowLength = 0;
+    const lowBlocks = new Map<string, number>();
+
+    let codeOf = -1; // the interval start whose verdict `code` holds
+    let code = 0;
+    for (let h = 0; h < 65536; h++) {
+      const from16 = h * 65536;
+      const to16 = from16 + 65536;
+      cells.fill(UNSET);
+      for (;;) {
+        const a = Math.max(lo, from16) - from16;
+        const b = Math.min(hi, to16) - from16; // exclusive
+        if (codeOf !== lo) {
+          code = VERDICTS.indexOf(this.trafficTypeV4(lo));
+          codeOf = lo;
+        }
+        const firstFull = Math.ceil(a / 256);
+        const endFull = Math.floor(b / 256);
+        if (firstFull < endFull) cells.fill(code, firstFull, endFull);
+        if (a % 256 !== 0) mark(Math.floor(a / 256), code);
+        if (b % 256 !== 0 && endFull >= firstFull) mark(endFull, code);
+        if (hi > to16) break; // it reaches into the next /16 too
+        advance();
+        if (lo >= to16) break;
+      }
+      const whole = uniform(0, 256);
+      if (whole >= 0 && whole !== MIXED) {
+        top[h] = whole;
+        continue;
+      }
+      top[h] = midLength >>> 4;
+      for (let q = 0; q < 16; q++) {
+        const same = uniform(q << 4, 16);
+        if (same >= 0) {
+          mid[midLength++] = same;
+          continue;
+        }
+        // Sixteen /24 verdicts; identical patterns share a block.
+        const key = String.fromCharCode(...cells.subarray(q << 4, (q + 1) << 4));
+        let block = lowBlocks.get(key);
+        if (block === undefined && lowLength < low.length) {
+          block = lowLength / 16;
+          lowBlocks.set(key, block);
+          low.set(cells.subarray(q << 4, (q + 1) << 4), lowLength);
+          lowLength += 16;
+        }
+        // Past the cell width the /20 goes to the interval search: slower, never wrong.
+        mid[midLength++] = block === undefined ? MIXED : SUB + block;
+      }
+    }
+    this.mid = mid.slice(0, midLength);
+    this.low = low.slice(0, lowLength);
+    this.top = top;
+  }
+
+  /** The traffic type of an IPv4 number by interval search (null = ask providers). */
   trafficTypeV4(ip: number): TrafficType | null {
     const o = this.overlay4.size ? this.overlay4.lookup(ip) : -1;
     if (o >= 0) {
@@ -190,9 +365,7 @@ export class LocalIpData {
     if (o >= 0) return 'isp';
     const w = this.asn4.lookup(ip);
     if (w < 0) return null;
-    const codes = (this.verdictCodes ??= Uint8Array.from(this.owners, (ow) =>
-      ow.type === null || (ow.type === 'business' && !ow.domain) ? 0 : VERDICTS.indexOf(ow.type),
-    ));
+    const codes = (this.verdictCodes ??= this.owners.verdictCodes());
     return VERDICTS[codes[w] as number] ?? null;
   }
 
@@ -205,7 +378,7 @@ export class LocalIpData {
     const v6 = ip.version === 6;
     const key = v6 ? groupsToBigint(ip.groups) : ip.value;
     const ownerIdx = v6 ? this.asn6.lookup(key as bigint) : this.asn4.lookup(key as number);
-    const owner = ownerIdx >= 0 ? (this.owners[ownerIdx] as Owner) : null;
+    const owner = ownerIdx >= 0 ? this.owners.get(ownerIdx) : null;
     const base = { asn: owner?.asn ?? null, org: owner?.name ?? null };
     const oIdx = v6 ? this.overlay6.lookup(key as bigint) : this.overlay4.lookup(key as number);
     const overlay = oIdx >= 0 ? this.overlays[oIdx] : undefined;

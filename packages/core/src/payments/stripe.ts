@@ -1,4 +1,4 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { ChargeResult, PaymentProcessor } from './processor.ts';
 
 /**
@@ -7,14 +7,17 @@ import type { ChargeResult, PaymentProcessor } from './processor.ts';
  * Deno and tests can answer for Stripe with msw.
  */
 export function createStripeProcessor(secretKey: string): PaymentProcessor {
-  const stripe = new Stripe(secretKey, {
-    httpClient: Stripe.createFetchHttpClient(),
-    maxNetworkRetries: 2,
-    timeout: 20_000,
-  });
+  // The SDK is large; it loads with the first charge, so a deployment without Stripe never holds it.
+  let sdk: Promise<{ Stripe: typeof Stripe; stripe: Stripe }> | undefined;
+  const load = () =>
+    (sdk ??= import('stripe').then(({ default: Sdk }) => ({
+      Stripe: Sdk,
+      stripe: new Sdk(secretKey, { httpClient: Sdk.createFetchHttpClient(), maxNetworkRetries: 2, timeout: 20_000 }),
+    })));
   return {
     name: 'stripe',
     async charge(req): Promise<ChargeResult> {
+      const { Stripe, stripe } = await load();
       try {
         const intent = await stripe.paymentIntents.create(
           {

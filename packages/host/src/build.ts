@@ -1,0 +1,49 @@
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+/**
+ * `npm run build`: the Node host as plain JavaScript, for production. `npm start` runs the sources
+ * through tsx, whose loader thread and on-the-fly compilation cost about 40 MB of memory and a
+ * slower start; `npm run serve` runs this output with plain `node`. Our own packages are bundled in
+ * (they are TypeScript); every npm dependency stays an ordinary import from node_modules.
+ */
+export const DIST_DIR = fileURLToPath(new URL('../dist/', import.meta.url));
+const REPO_ROOT = new URL('../../../', import.meta.url);
+
+export async function buildHost(
+  entries: Record<string, string> = { main: 'packages/host/src/main.ts', admin: 'packages/host/src/admin.ts' },
+  outdir = DIST_DIR,
+): Promise<string[]> {
+  const pkg = JSON.parse(await readFile(new URL('package.json', REPO_ROOT), 'utf8')) as {
+    dependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+  };
+  const external = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).flatMap((name) => [name, `${name}/*`]);
+  const root = fileURLToPath(REPO_ROOT);
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: Object.fromEntries(Object.entries(entries).map(([name, file]) => [name, file])),
+    outdir,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    external,
+    sourcemap: 'linked',
+    metafile: true,
+    logLevel: 'warning',
+  });
+  return Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.mjs'));
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  buildHost().then(
+    (files) => process.stdout.write(`built ${files.join(', ')}\n`),
+    (err: unknown) => {
+      process.stderr.write(`build: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
