@@ -117,6 +117,23 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
       expect(res.body.error).toMatch(/application\/json/);
     });
 
+    it('answers 413 for a body over 64 KiB, before authentication', async () => {
+      const res = await send(undefined, { rawBody: JSON.stringify({ pad: 'x'.repeat(70_000) }), headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(413);
+      expectEnvelope(res.body);
+    });
+
+    it('answers 400 for a body that is not UTF-8', async () => {
+      const bytes = Uint8Array.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]); // {"a":"\xc3("}
+      const res = await env.app.request(`http://localhost/functions/v1/${name}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-access-key': keys.partner as string },
+        body: bytes,
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toMatch(/UTF-8/);
+    });
+
     it('answers 400 for a JSON body that is not an object', async () => {
       const res = await send(keys.partner, { rawBody: '[1,2]', headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(400);

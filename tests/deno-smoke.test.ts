@@ -213,6 +213,22 @@ describe(`partner-pool-state under Deno (${usingPostgres ? 'Postgres' : 'embedde
     expect(res).toEqual(node.noKey);
   });
 
+  it('reads request bodies from a web stream: JSON reaches the validator, oversized bodies get 413', async () => {
+    const post = (body: string) =>
+      fetch(`${running().origin}/partner-create-child-key`, {
+        method: 'POST',
+        headers: { 'x-access-key': key, 'content-type': 'application/json' },
+        body,
+        signal: AbortSignal.timeout(10_000),
+      });
+    const invalid = await post(JSON.stringify({ name: 'Deno body', domain: 'not a domain' }));
+    expect(invalid.status).toBe(400);
+    expect(((await invalid.json()) as { error: string }).error).toMatch(/domain/);
+    const big = await post(JSON.stringify({ name: 'x'.repeat(70_000), domain: 'big.example' }));
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as { error: string }).error).toMatch(/at most 65536 bytes/);
+  });
+
   it('rejects the wrong method with the same 405 and Allow as Node, before authentication', async () => {
     const res = await fromDeno(running(), { method: 'POST' });
     expect(res.status).toBe(405);

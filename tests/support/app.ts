@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import {
+  AUTH_CHANGED_CHANNEL,
   createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
@@ -6,6 +8,7 @@ import {
   type CoreDeps,
   type Database,
   type IpDeps,
+  listenAuthCache,
   type PaymentProcessor,
   type RateLimiter,
 } from '@sightline/core';
@@ -22,6 +25,8 @@ export interface TestEnvOptions {
   webhookTimeoutMs?: number;
   /** Builds the waterfall's dependencies over the test database (IP endpoints). */
   ip?: (db: Database) => Promise<IpDeps>;
+  /** The auth cache, on as in production unless a test needs every key read from the database. */
+  authCache?: boolean;
 }
 
 export interface TestEnv extends TestDatabase {
@@ -29,6 +34,12 @@ export interface TestEnv extends TestDatabase {
   app: ReturnType<typeof createHostApp>;
   /** Waits for background work (auto-reloads) started by requests so far. */
   settle(): Promise<void>;
+  /**
+   * Waits until the auth-cache notifications of every change committed so far have arrived: a
+   * marker notified now is delivered after them. For tests that change keys behind the app's back,
+   * as another process would.
+   */
+  authSync(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -36,6 +47,9 @@ export interface TestEnv extends TestDatabase {
 export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {}): Promise<TestEnv> {
   const allowPrivate = opts.allowPrivateWebhooks ?? true;
   const webhooks = createNodeWebhookTransport({ allowPrivate });
+  const auth = opts.authCache === false ? undefined : await listenAuthCache(tdb.db, { ttlMs: 30_000, maxEntries: 100_000 });
+  const markers = new Map<string, () => void>();
+  const markerSub = await tdb.db.listen(AUTH_CHANGED_CHANNEL, (payload) => markers.get(payload)?.());
   const deps = createCoreDeps({
     db: tdb.db,
     keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }),
@@ -47,14 +61,24 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     payments: opts.payments,
     webhookTimeoutMs: opts.webhookTimeoutMs,
     ...(opts.ip ? { ip: await opts.ip(tdb.db) } : {}),
+    ...(auth ? { authCache: auth.cache } : {}),
   });
   return {
     ...tdb,
     deps,
     app: createHostApp(deps),
     settle: () => deps.runner.drain(),
+    async authSync() {
+      const marker = `sync:${randomUUID()}`;
+      const seen = new Promise<void>((resolve) => markers.set(marker, resolve));
+      await tdb.db`select pg_notify(${AUTH_CHANGED_CHANNEL}, ${marker})`;
+      await seen;
+      markers.delete(marker);
+    },
     async close() {
       await deps.runner.drain();
+      await markerSub.unlisten();
+      await auth?.unlisten();
       await webhooks.close();
       await tdb.drop();
     },

@@ -58,6 +58,12 @@ export const EnvSchema = z.object({
         }),
       ),
     ),
+  /**
+   * How long a key record may be served from memory (auth-cache.ts); 0 reads every key from the
+   * database. Invalidation is by notification; this only bounds staleness if one is ever lost.
+   */
+  AUTH_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
+  AUTH_CACHE_MAX_KEYS: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
   /** Load the local IP databases at start (set 0 for a partner-API-only process). */
   IP_DATA: flag.default(true),
   /** Create and print a demo partner on an empty database (npm start). */

@@ -1,3 +1,4 @@
+import type { AuthCache } from './auth-cache.ts';
 import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
 import type { RateLimiter } from './limits.ts';
@@ -31,6 +32,12 @@ export interface CoreDeps {
   background(name: string, task: () => Promise<unknown>): void;
   /** The identification waterfall's data and providers; absent where IP endpoints are not served. */
   ip?: IpDeps;
+  /**
+   * Key records by hash, invalidated by database notifications and by this process's own
+   * key-changing requests (auth-cache.ts); absent where nothing listens, and then every request
+   * reads its key from the database.
+   */
+  authCache?: AuthCache;
 }
 
 /** The authenticated key behind a request. */

@@ -41,6 +41,12 @@ export function connectPostgres(opts: PostgresOptions): Database {
   const sql = wrap(pg);
   return Object.assign(sql, {
     kind: 'postgres' as const,
+    // postgres.js listens on one dedicated connection (outside the pool), reconnects with backoff
+    // and calls onListen again each time.
+    listen: async (channel: string, onNotify: (payload: string) => void, onListen?: () => void) => {
+      const meta = await pg.listen(channel, onNotify, onListen);
+      return { unlisten: () => meta.unlisten() };
+    },
     close: () => pg.end({ timeout: 5 }),
   });
 }

@@ -21,6 +21,12 @@ export interface Database extends Sql {
   readonly kind: 'postgres' | 'pglite';
   /** Runs a multi-statement script (migrations) with no parameters. */
   exec(script: string): Promise<void>;
+  /**
+   * LISTEN on `channel`: `onNotify` gets each payload; `onListen` runs once listening, and again
+   * after every reconnect (notifications sent while away are lost, so callers resynchronise there).
+   * Resolves once the server has acknowledged the LISTEN.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<{ unlisten(): Promise<void> }>;
   close(): Promise<void>;
 }
 

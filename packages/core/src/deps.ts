@@ -1,3 +1,4 @@
+import type { AuthCache } from './auth-cache.ts';
 import { createBackgroundRunner, type BackgroundRunner } from './background.ts';
 import type { CoreDeps, Logger } from './context.ts';
 import type { Keyring } from './crypto.ts';
@@ -21,6 +22,7 @@ export interface CoreDepsParts {
   /** Hands background promises to the runtime (Supabase: EdgeRuntime.waitUntil). */
   handOff?: (p: Promise<unknown>) => void;
   ip?: IpDeps;
+  authCache?: AuthCache;
 }
 
 /** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
@@ -37,6 +39,7 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     payments: parts.payments ?? builtinProcessor,
     background: (name, task) => runner.run(name, task),
     ...(parts.ip ? { ip: parts.ip } : {}),
+    ...(parts.authCache ? { authCache: parts.authCache } : {}),
     runner,
   };
 }

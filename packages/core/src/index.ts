@@ -8,6 +8,7 @@ export * from './http/app.ts';
 export * from './net/ip.ts';
 export * from './net/webhook-destination.ts';
 export * from './verbs/auth.ts';
+export * from './auth-cache.ts';
 export * from './verbs/children.ts';
 export * from './verbs/domain.ts';
 export * from './verbs/operator.ts';

@@ -38,6 +38,12 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
   const sql = wrap(pg, true);
   return Object.assign(sql, {
     kind: 'pglite' as const,
+    // In process: no connection to lose, so onListen runs once.
+    listen: async (channel: string, onNotify: (payload: string) => void, onListen?: () => void) => {
+      const unsubscribe = await pg.listen(channel, onNotify);
+      onListen?.();
+      return { unlisten: () => unsubscribe() };
+    },
     close: () => pg.close(),
   });
 }

@@ -8,6 +8,7 @@ import {
   createKeyring,
   createMemoryRateLimiter,
   createRedisRateLimiter,
+  listenAuthCache,
   migrate,
   type CoreDeps,
   type Database,
@@ -89,6 +90,10 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
   if (applied.length) log.info('migrations applied', { migrations: applied });
   const webhooks = createNodeWebhookTransport({ allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS });
   const { limiter, redis } = await rateLimiterFor(env);
+  const auth =
+    env.AUTH_CACHE_TTL_SECONDS > 0
+      ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS })
+      : undefined;
   const deps = createCoreDeps({
     db,
     keyring,
@@ -98,12 +103,14 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
     rateLimiter: limiter,
     payments: paymentProcessorFor(env),
     ...(env.IP_DATA ? { ip: await ipDepsFor(env, db, log, redis) } : {}),
+    ...(auth ? { authCache: auth.cache } : {}),
   });
   return {
     ...deps,
     async close() {
       await deps.runner.drain();
       await webhooks.close();
+      await auth?.unlisten();
       await redis?.quit();
       await db.close();
     },

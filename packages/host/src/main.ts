@@ -24,7 +24,12 @@ async function main() {
         throw new AppError(403, 'operator commands are accepted only from this machine with the data-directory token');
       }
       const flags = (await c.req.json().catch(() => ({}))) as Record<string, string>;
-      return c.json(await runOperatorCommand(deps, c.req.param('command'), flags));
+      try {
+        return c.json(await runOperatorCommand(deps, c.req.param('command'), flags));
+      } finally {
+        // Commands create, suspend and reactivate keys: nothing cached may outlive the answer.
+        deps.authCache?.invalidateAll();
+      }
     });
   }
 

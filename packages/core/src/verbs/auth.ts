@@ -13,28 +13,37 @@ interface KeyRow {
 
 /**
  * Resolves `x-access-key` to its key record. Missing, malformed (bad checksum), unknown and
- * revoked keys are 401. The lookup is by keyed hash on every request, with no cache, so a
- * rotation or revocation takes effect the instant it commits.
+ * revoked keys are 401. The record comes from the auth cache when the process has one (see
+ * auth-cache.ts for why a rotation or revocation still takes effect the moment it commits), else
+ * from the database by keyed hash.
  */
 export async function authenticateKey({ ctx, input }: VerbArgs<{ key: string | undefined }>): Promise<Caller> {
   const key = input.key?.trim();
   if (!key) throw unauthorized('missing x-access-key header');
   if (!isWellFormedApiKey(key)) throw unauthorized('x-access-key is not a valid API key');
   const hash = await ctx.keyring.hashApiKey(key);
-  const [row] = await ctx.db<KeyRow>`
-    select k.id, k.account_id, k.status, k.is_partner_master, k.parent_api_key_id, a.is_partner
-    from api_keys k join accounts a on a.id = k.account_id
-    where k.key_hash = ${hash}`;
-  if (!row) throw unauthorized('x-access-key is not a valid API key');
-  if (row.status === 'revoked') throw unauthorized('this API key has been revoked');
-  return {
-    apiKeyId: row.id,
-    accountId: row.account_id,
-    status: row.status,
-    isPartner: row.is_partner,
-    isPartnerMaster: row.is_partner_master,
-    parentApiKeyId: row.parent_api_key_id,
-  };
+  const cache = ctx.authCache;
+  let caller = cache?.get(hash);
+  if (!caller) {
+    const generation = cache?.begin() ?? 0;
+    const [row] = await ctx.db<KeyRow>`
+      select k.id, k.account_id, k.status, k.is_partner_master, k.parent_api_key_id, a.is_partner
+      from api_keys k join accounts a on a.id = k.account_id
+      where k.key_hash = ${hash}`;
+    if (!row) throw unauthorized('x-access-key is not a valid API key');
+    // Frozen: one cached record is shared by every request that presents the key.
+    caller = Object.freeze({
+      apiKeyId: row.id,
+      accountId: row.account_id,
+      status: row.status,
+      isPartner: row.is_partner,
+      isPartnerMaster: row.is_partner_master,
+      parentApiKeyId: row.parent_api_key_id,
+    });
+    cache?.store(hash, caller, generation);
+  }
+  if (caller.status === 'revoked') throw unauthorized('this API key has been revoked');
+  return caller;
 }
 
 /**

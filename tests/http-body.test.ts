@@ -1,0 +1,86 @@
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_BODY_BYTES } from '@sightline/core';
+import { createTestEnv, type TestEnv } from './support/app.ts';
+import { seedPartner } from './support/seed.ts';
+
+/**
+ * Request bodies over real sockets, where the Node host reads the raw IncomingMessage rather than a
+ * WHATWG Request: sized and chunked bodies, the 64 KiB limit, and that the route still gets the JSON.
+ */
+let env: TestEnv;
+let server: ServerType;
+let port = 0;
+let key = '';
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  key = (await seedPartner(env.deps, { quota: 10 })).key;
+  await new Promise<void>((resolve) => {
+    server = serve({ fetch: env.app.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
+      port = info.port;
+      resolve();
+    });
+  });
+});
+afterAll(async () => {
+  await new Promise((r) => server.close(r));
+  await env.close();
+});
+
+/** A POST to create-child whose body is written in `parts`, with or without a Content-Length. */
+function post(parts: Buffer[], { chunked }: { chunked: boolean }) {
+  return new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+    const length = parts.reduce((n, p) => n + p.length, 0);
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/functions/v1/partner-create-child-key',
+        headers: { 'content-type': 'application/json', 'x-access-key': key, ...(chunked ? {} : { 'content-length': String(length) }) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
+      },
+    );
+    req.on('error', reject);
+    for (const p of parts) req.write(p);
+    req.end();
+  });
+}
+
+const json = (v: unknown) => Buffer.from(JSON.stringify(v));
+
+describe('request bodies on the Node host', () => {
+  it('reads a body sent in pieces, sized or chunked', async () => {
+    for (const chunked of [false, true]) {
+      const body = json({ name: 'Piecewise Ltd', domain: `piecewise-${chunked ? 'chunked' : 'sized'}.example` });
+      const res = await post([body.subarray(0, 5), body.subarray(5, 20), body.subarray(20)], { chunked });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body).toMatchObject({ success: true, child: { name: 'Piecewise Ltd' } });
+    }
+  });
+
+  it('refuses a declared length over the limit without reading, and a chunked body once it passes it', async () => {
+    const big = json({ name: 'x'.repeat(MAX_BODY_BYTES), domain: 'big.example' });
+    for (const chunked of [false, true]) {
+      const res = await post([big], { chunked });
+      expect(res.status).toBe(413);
+      expect(res.body).toMatchObject({ success: false });
+      expect(String(res.body.error)).toMatch(/at most 65536 bytes/);
+    }
+    const [row] = await env.db<{ n: number }>`select count(*)::int as n from accounts where name like 'xxxx%'`;
+    expect(row?.n).toBe(0);
+  });
+
+  it('still answers malformed JSON with 400', async () => {
+    const res = await post([Buffer.from('{"name":')], { chunked: false });
+    expect(res.status).toBe(400);
+    expect(String(res.body.error)).toMatch(/JSON/i);
+  });
+});
