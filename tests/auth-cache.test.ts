@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_CHANGED_CHANNEL, authenticateKey, createAuthCache, createKeyring, generateApiKey, silentLogger, type Caller, type CoreDeps, type Sql } from '@sightline/core';
-import { nodeHmacSha256Hex } from '@sightline/host';
+import { nodeHmacSha256Hex, nodeSha256Base64 } from '@sightline/host';
 import { call, createTestEnv, TEST_SECRET, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';
@@ -17,7 +17,7 @@ const caller = (id: string): Caller => ({
 describe('the auth cache itself', () => {
   it('serves an entry until its TTL, then forgets it', () => {
     let now = 1_000;
-    const cache = createAuthCache({ ttlMs: 50, maxEntries: 10, now: () => now });
+    const cache = createAuthCache({ ttlMs: 50, maxEntries: 10, digest: nodeSha256Base64, now: () => now });
     cache.store('h', caller('k'), cache.begin());
     now += 49;
     expect(cache.get('h')?.apiKeyId).toBe('k');
@@ -27,7 +27,7 @@ describe('the auth cache itself', () => {
   });
 
   it('evicts the least recently used entry past its bound', () => {
-    const cache = createAuthCache({ ttlMs: 60_000, maxEntries: 2 });
+    const cache = createAuthCache({ ttlMs: 60_000, maxEntries: 2, digest: nodeSha256Base64 });
     cache.store('a', caller('a'), cache.begin());
     cache.store('b', caller('b'), cache.begin());
     cache.get('a'); // now b is the oldest
@@ -35,8 +35,17 @@ describe('the auth cache itself', () => {
     expect([cache.get('a')?.apiKeyId, cache.get('b'), cache.get('c')?.apiKeyId]).toEqual(['a', undefined, 'c']);
   });
 
+  it('is indexed by the digest of a key, never by the key itself', () => {
+    const seen: string[] = [];
+    // A deliberately weak digest, so two keys share an index: proof that the index is the digest.
+    const cache = createAuthCache({ ttlMs: 60_000, maxEntries: 10, digest: (k) => (seen.push(k), `len:${k.length}`) });
+    cache.store('sl_aaaa', caller('k'), cache.begin());
+    expect(cache.get('sl_bbbb')?.apiKeyId).toBe('k');
+    expect(seen).toEqual(['sl_aaaa', 'sl_bbbb']);
+  });
+
   it('drops a row read before an invalidation, so a lookup racing a rotation cannot re-cache the old key', () => {
-    const cache = createAuthCache({ ttlMs: 60_000, maxEntries: 10 });
+    const cache = createAuthCache({ ttlMs: 60_000, maxEntries: 10, digest: nodeSha256Base64 });
     const generation = cache.begin();
     cache.invalidateAll(); // the rotation commits while the lookup's query is in flight
     cache.store('h', caller('old'), generation);
@@ -53,7 +62,7 @@ describe('the auth cache itself', () => {
       await new Promise<void>((r) => (release = r));
       return [{ id: 'k1', account_id: 'a1', status: 'active', is_partner_master: false, parent_api_key_id: null, is_partner: false }];
     }) as unknown as Sql;
-    const authCache = createAuthCache({ ttlMs: 60_000, maxEntries: 10 });
+    const authCache = createAuthCache({ ttlMs: 60_000, maxEntries: 10, digest: nodeSha256Base64 });
     const ctx = { db, keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }), log: silentLogger, authCache } as unknown as CoreDeps;
     const pending = authenticateKey({ ctx, input: { key } });
     await new Promise((r) => setImmediate(r));

@@ -51,9 +51,6 @@ export const jsonBody = <T extends z.ZodType>(schema: T) => ({
   content: { 'application/json': { schema } },
 });
 
-export const accessKeyHeader = z.object({
-  'x-access-key': z.string().optional().openapi({ description: 'The partner master key', example: 'sl_…' }),
-});
 
 /** Query-string boolean: exactly `true` or `false`. */
 export const QueryBoolean = z

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { identifyIp, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, errorResponses, jsonBody, partnerErrors } from '../_shared/schemas.ts';
+import { errorResponses, jsonBody, partnerErrors } from '../_shared/schemas.ts';
 import { Matches } from '../ip-to-company/route.ts';
 
 export const IpToBestFitBody = z
@@ -34,7 +34,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'The waterfall plus deeper enrichment for unresolved IPs (8 credits per lookup; VPN, hosting and ISP free)',
-  request: { headers: accessKeyHeader, body: jsonBody(IpToBestFitBody) },
+  request: { body: jsonBody(IpToBestFitBody) },
   responses: {
     200: { description: 'The best fit', content: { 'application/json': { schema: IpToBestFitResponse } } },
     400: partnerErrors[400],

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { identifyIp, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, errorResponses, jsonBody, partnerErrors } from '../_shared/schemas.ts';
+import { errorResponses, jsonBody, partnerErrors } from '../_shared/schemas.ts';
 
 export const IpToCompanyBody = z
   .object({ ip: z.string().max(64).openapi({ description: 'IPv4 or IPv6 address', example: '17.253.144.10' }) })
@@ -32,7 +32,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'Identify the company behind an IP address (5 credits per business match; VPN, hosting and ISP free)',
-  request: { headers: accessKeyHeader, body: jsonBody(IpToCompanyBody) },
+  request: { body: jsonBody(IpToCompanyBody) },
   responses: {
     200: { description: 'The lookup result', content: { 'application/json': { schema: IpToCompanyResponse } } },
     400: partnerErrors[400],

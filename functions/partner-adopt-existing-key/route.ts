@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { adoptExistingKey, partnerCtx, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, errorResponses, jsonBody, limitedPartnerErrors, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
+import { errorResponses, jsonBody, limitedPartnerErrors, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
 
 export const AdoptBody = z
   .object({
@@ -28,7 +28,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'Convert a direct tracker of the partner into a managed child',
-  request: { headers: accessKeyHeader, body: jsonBody(AdoptBody) },
+  request: { body: jsonBody(AdoptBody) },
   responses: {
     200: { description: 'The adopted child', content: { 'application/json': { schema: AdoptResponse } } },
     ...limitedPartnerErrors,

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { createChildKey, partnerCtx, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, errorResponses, partnerErrors, Uuid } from '../_shared/schemas.ts';
+import { errorResponses, partnerErrors, Uuid } from '../_shared/schemas.ts';
 
 export const CreateChildBody = z
   .object({
@@ -69,7 +69,7 @@ export const route = createRoute({
   path: '/',
   summary: 'Provision a managed child: phantom user, key, website and 30-day subscription',
   request: {
-    headers: accessKeyHeader,
+    
     body: { required: true, content: { 'application/json': { schema: CreateChildBody } } },
   },
   responses: {

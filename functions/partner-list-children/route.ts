@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { listChildren, partnerCtx, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, partnerErrors, QueryBoolean, Uuid } from '../_shared/schemas.ts';
+import { partnerErrors, QueryBoolean, Uuid } from '../_shared/schemas.ts';
 
 export const ListChildrenQuery = z.object({
   child_api_key_id: Uuid.optional().openapi({ description: 'Single-child lookup; `children` is empty if no match' }),
@@ -35,7 +35,7 @@ export const route = createRoute({
   method: 'get',
   path: '/',
   summary: 'List the caller’s managed children',
-  request: { headers: accessKeyHeader, query: ListChildrenQuery },
+  request: { query: ListChildrenQuery },
   responses: {
     200: { description: 'The children', content: { 'application/json': { schema: ListChildrenResponse } } },
     ...partnerErrors,

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { listPartnerEvents, partnerCtx, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, limitedPartnerErrors, Timestamp, Uuid, whenGiven } from '../_shared/schemas.ts';
+import { limitedPartnerErrors, Timestamp, Uuid, whenGiven } from '../_shared/schemas.ts';
 
 const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'no_destination'], whenGiven('must be pending, delivered, failed or no_destination'));
 
@@ -34,7 +34,7 @@ export const route = createRoute({
   method: 'get',
   path: '/',
   summary: 'Addition to the spec: recent partner events with delivery status and attempts, newest first',
-  request: { headers: accessKeyHeader, query: ListEventsQuery },
+  request: { query: ListEventsQuery },
   responses: {
     200: { description: 'Events', content: { 'application/json': { schema: ListEventsResponse } } },
     ...limitedPartnerErrors,

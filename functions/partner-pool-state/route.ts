@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { getPoolState, partnerCtx, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, partnerErrors } from '../_shared/schemas.ts';
+import { partnerErrors } from '../_shared/schemas.ts';
 
 const Timestamp = z.string().openapi({ format: 'date-time' });
 
@@ -35,7 +35,6 @@ export const route = createRoute({
   path: '/',
   summary: 'Read the partner pool, auto-reload settings and recent top-ups',
   description: 'Read-only. Exempt from the out-of-IDs 402 and from the API-wide rate limit.',
-  request: { headers: accessKeyHeader },
   responses: {
     200: { description: 'The pool state', content: { 'application/json': { schema: PoolStateResponse } } },
     ...partnerErrors,

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { partnerCtx, releaseChild, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, errorResponses, jsonBody, limitedPartnerErrors, Uuid } from '../_shared/schemas.ts';
+import { errorResponses, jsonBody, limitedPartnerErrors, Uuid } from '../_shared/schemas.ts';
 
 export const ReleaseBody = z.object({ child_api_key_id: Uuid }).strict().openapi('ReleaseChildRequest');
 
@@ -12,7 +12,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'Return a child to the partner’s direct account; its top-up goes back to the pool',
-  request: { headers: accessKeyHeader, body: jsonBody(ReleaseBody) },
+  request: { body: jsonBody(ReleaseBody) },
   responses: {
     200: { description: 'Released', content: { 'application/json': { schema: ReleaseResponse } } },
     ...limitedPartnerErrors,

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { partnerCtx, replayPartnerEvent, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, errorResponses, jsonBody, limitedPartnerErrors, Uuid } from '../_shared/schemas.ts';
+import { errorResponses, jsonBody, limitedPartnerErrors, Uuid } from '../_shared/schemas.ts';
 
 export const ReplayBody = z.object({ event_id: Uuid }).strict().openapi('ReplayEventRequest');
 export const ReplayResponse = z
@@ -11,7 +11,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'Addition to the spec: deliver one event again (a new first attempt, same body bytes)',
-  request: { headers: accessKeyHeader, body: jsonBody(ReplayBody) },
+  request: { body: jsonBody(ReplayBody) },
   responses: {
     200: { description: 'Queued for delivery now', content: { 'application/json': { schema: ReplayResponse } } },
     ...limitedPartnerErrors,

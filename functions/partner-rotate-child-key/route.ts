@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { partnerCtx, rotateChildKey, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, errorResponses, jsonBody, limitedPartnerErrors, Timestamp, Uuid } from '../_shared/schemas.ts';
+import { errorResponses, jsonBody, limitedPartnerErrors, Timestamp, Uuid } from '../_shared/schemas.ts';
 
 export const RotateBody = z.object({ child_api_key_id: Uuid }).strict().openapi('RotateKeyRequest');
 
@@ -19,7 +19,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'Replace a child’s key secret; the old key answers 401 from the moment this commits',
-  request: { headers: accessKeyHeader, body: jsonBody(RotateBody) },
+  request: { body: jsonBody(RotateBody) },
   responses: {
     200: { description: 'The new key', content: { 'application/json': { schema: RotateResponse } } },
     ...limitedPartnerErrors,

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { partnerCtx, setPartnerWebhook, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, jsonBody, limitedPartnerErrors, WebhookSecret } from '../_shared/schemas.ts';
+import { jsonBody, limitedPartnerErrors, WebhookSecret } from '../_shared/schemas.ts';
 
 export const SetWebhookBody = z
   .object({
@@ -25,7 +25,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'Set the partner-level webhook for child.* events',
-  request: { headers: accessKeyHeader, body: jsonBody(SetWebhookBody) },
+  request: { body: jsonBody(SetWebhookBody) },
   responses: {
     200: { description: 'The webhook', content: { 'application/json': { schema: SetWebhookResponse } } },
     ...limitedPartnerErrors,

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { partnerCtx, transferTopup, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, errorResponses, jsonBody, limitedPartnerErrors, Uuid, whenGiven } from '../_shared/schemas.ts';
+import { errorResponses, jsonBody, limitedPartnerErrors, Uuid, whenGiven } from '../_shared/schemas.ts';
 
 export const TransferBody = z
   .object({
@@ -23,7 +23,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'Move top-up IDs from the partner to a child, atomically',
-  request: { headers: accessKeyHeader, body: jsonBody(TransferBody) },
+  request: { body: jsonBody(TransferBody) },
   responses: {
     200: { description: 'Both balances after the move', content: { 'application/json': { schema: TransferResponse } } },
     ...limitedPartnerErrors,

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { partnerCtx, updateChild, type FunctionDefinition } from '@sightline/core';
-import { accessKeyHeader, ChildStatus, errorResponses, jsonBody, limitedPartnerErrors, PositiveDays, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
+import { ChildStatus, errorResponses, jsonBody, limitedPartnerErrors, PositiveDays, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
 
 export const UpdateChildBody = z
   .object({
@@ -47,7 +47,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'Update any subset of a child’s configuration',
-  request: { headers: accessKeyHeader, body: jsonBody(UpdateChildBody) },
+  request: { body: jsonBody(UpdateChildBody) },
   responses: {
     200: { description: 'The updated child', content: { 'application/json': { schema: UpdateChildResponse } } },
     ...limitedPartnerErrors,

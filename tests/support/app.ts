@@ -12,7 +12,7 @@ import {
   type PaymentProcessor,
   type RateLimiter,
 } from '@sightline/core';
-import { createHostApp, createNodeWebhookTransport, nodeHmacSha256Hex } from '@sightline/host';
+import { createHostApp, createNodeWebhookTransport, nodeHmacSha256Hex, nodeSha256Base64 } from '@sightline/host';
 import { openTestDatabase, type TestDatabase } from './db.ts';
 
 export const TEST_SECRET = 'test-server-secret-0123456789abcdef-not-for-production';
@@ -47,7 +47,7 @@ export interface TestEnv extends TestDatabase {
 export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {}): Promise<TestEnv> {
   const allowPrivate = opts.allowPrivateWebhooks ?? true;
   const webhooks = createNodeWebhookTransport({ allowPrivate });
-  const auth = opts.authCache === false ? undefined : await listenAuthCache(tdb.db, { ttlMs: 30_000, maxEntries: 100_000 });
+  const auth = opts.authCache === false ? undefined : await listenAuthCache(tdb.db, { ttlMs: 30_000, maxEntries: 100_000, digest: nodeSha256Base64 });
   const markers = new Map<string, () => void>();
   const markerSub = await tdb.db.listen(AUTH_CHANGED_CHANNEL, (payload) => markers.get(payload)?.());
   const deps = createCoreDeps({

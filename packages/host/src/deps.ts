@@ -22,7 +22,7 @@ import type { Redis } from 'ioredis';
 import { openPglite } from './db-pglite.ts';
 import { ipDepsFor } from './ip-data.ts';
 import { createLogger } from './logger.ts';
-import { nodeHmacSha256Hex } from './node-hmac.ts';
+import { nodeHmacSha256Hex, nodeSha256Base64 } from './node-hmac.ts';
 import { loadMigrations } from './migrations.ts';
 import { createNodeWebhookTransport } from './webhook-transport.ts';
 
@@ -92,7 +92,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
   const { limiter, redis } = await rateLimiterFor(env);
   const auth =
     env.AUTH_CACHE_TTL_SECONDS > 0
-      ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS })
+      ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS, digest: nodeSha256Base64 })
       : undefined;
   const deps = createCoreDeps({
     db,

@@ -5,10 +5,13 @@ export const FUNCTIONS_PREFIX = '/functions/v1';
 
 /** The OpenAPI document, generated from the route schemas. */
 export function openApiDocument(app: FunctionApp) {
+  // The key travels in x-access-key on every route; it is documented once, as the security scheme,
+  // rather than as a header parameter per route, which the validator would parse on every request.
   app.openAPIRegistry.registerComponent('securitySchemes', 'AccessKey', {
     type: 'apiKey',
     in: 'header',
     name: 'x-access-key',
+    description: 'The partner master key on partner-* routes; any account key on ip-to-company and ip-to-best-fit.',
   });
   const doc = app.getOpenAPI31Document({
     openapi: '3.1.0',

@@ -84,9 +84,10 @@ export async function identifyIp({
   const ipDeps = ctx.ip;
   if (!ipDeps) throw new AppError(503, 'IP identification is not configured on this deployment');
   const text = input.ip.trim();
-  const parsed = parseIp(text.replace(/^\[|\]$/g, ''));
+  const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
+  const parsed = parseIp(bare);
   if (!parsed) throw badRequest(`${input.operation === 'ip-to-company' ? 'ip' : 'ip_address'} must be an IPv4 or IPv6 address`);
-  const ip = parsed.version === 4 ? text : text.replace(/^\[|\]$/g, '').toLowerCase();
+  const ip = parsed.version === 4 ? bare : bare.toLowerCase();
 
   const reserved = forbiddenAddressClass(parsed);
   if (reserved) {
@@ -108,7 +109,8 @@ export async function identifyIp({
 
   const cacheKey = `sl:ip:${input.operation}:${input.accountId}:${ip}`;
   const hot = await ipDeps.hotCache?.get(cacheKey).catch(() => null);
-  if (hot) return { ...(JSON.parse(hot) as Verdict), cached: true };
+  // A fresh object from JSON.parse: marking it is cheaper than copying its dozen fields.
+  if (hot) return Object.assign(JSON.parse(hot) as Verdict, { cached: true });
   const [stored] = await ctx.db<{ result: string }>`
     select result::text as result from ip_cache
     where account_id = ${input.accountId} and operation = ${input.operation} and ip = ${ip}::inet and expires_at > now()`;

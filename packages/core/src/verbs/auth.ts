@@ -20,12 +20,13 @@ interface KeyRow {
 export async function authenticateKey({ ctx, input }: VerbArgs<{ key: string | undefined }>): Promise<Caller> {
   const key = input.key?.trim();
   if (!key) throw unauthorized('missing x-access-key header');
-  if (!isWellFormedApiKey(key)) throw unauthorized('x-access-key is not a valid API key');
-  const hash = await ctx.keyring.hashApiKey(key);
   const cache = ctx.authCache;
-  let caller = cache?.get(hash);
+  // Only keys that passed the checks below and were found are ever cached.
+  let caller = cache?.get(key);
   if (!caller) {
+    if (!isWellFormedApiKey(key)) throw unauthorized('x-access-key is not a valid API key');
     const generation = cache?.begin() ?? 0;
+    const hash = await ctx.keyring.hashApiKey(key);
     const [row] = await ctx.db<KeyRow>`
       select k.id, k.account_id, k.status, k.is_partner_master, k.parent_api_key_id, a.is_partner
       from api_keys k join accounts a on a.id = k.account_id
@@ -40,7 +41,7 @@ export async function authenticateKey({ ctx, input }: VerbArgs<{ key: string | u
       isPartnerMaster: row.is_partner_master,
       parentApiKeyId: row.parent_api_key_id,
     });
-    cache?.store(hash, caller, generation);
+    cache?.store(key, caller, generation);
   }
   if (caller.status === 'revoked') throw unauthorized('this API key has been revoked');
   return caller;
