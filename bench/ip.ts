@@ -16,7 +16,7 @@ import {
   drive,
   failures,
   formatTable,
-  listen,
+  serveForBench,
   machineLine,
   resultsTable,
   runRows,
@@ -180,12 +180,14 @@ export async function run(): Promise<void> {
   // 3. HTTP on cache hits.
   const seconds = benchDuration();
   // As `npm start` builds it: the in-process hot cache in front of Postgres (Redis when configured).
-  const env = await createTestEnv({ pool: 2, ip: realIpDeps({ hotCache: true }) });
+  // On Postgres the server is the production build in its own process, with the IP data it loads
+  // itself (in-process hot cache, as `npm run serve` builds it without Redis); this process only
+  // seeds. On PGlite the app runs here, so it gets the same waterfall here.
+  const env = await createTestEnv({ pool: 2, ...(process.env.DATABASE_URL ? {} : { ip: realIpDeps({ hotCache: true }) }) });
   try {
-    env.app.get('/bench/bare', (c) => c.json({ success: true }));
     const account = await seedDirectAccount(env.deps, 'Bench lookups');
     await grantCredits({ ctx: env.deps, input: { accountId: account.account_id, credits: 1000 } });
-    const server = await listen(env.app);
+    const server = await serveForBench(env, { pool: 2, ipData: true });
     try {
       const bare: Target = { name: 'bare', url: `${server.url}/bench/bare` };
       const lookup: Target = {
@@ -206,7 +208,7 @@ export async function run(): Promise<void> {
       const ratio = l.reqPerSec / b.reqPerSec;
       process.stdout.write(
         [
-          `ip-to-company on cache hits — ${env.db.kind === 'postgres' ? 'Postgres (pool 2)' : 'PGlite (one connection)'}, ${CONNECTIONS} connections, ${seconds} s per run`,
+          `ip-to-company on cache hits — ${CONNECTIONS} connections, ${seconds} s per run; server: ${server.where}`,
           resultsTable([runRows(runs), [b, l]]),
           '',
           formatTable(

@@ -8,7 +8,7 @@ import {
   drive,
   failures,
   formatTable,
-  listen,
+  serveForBench,
   machineLine,
   resultsTable,
   runRows,
@@ -24,7 +24,8 @@ import {
  * index lookups, so the limit is CPU shared by Node, autocannon and the Postgres backends, not
  * waiting on connections: each extra backend only adds context switches. Sweeping 1–16 (5 s runs,
  * quiet machine) gave pool-state ≈ 4200 req/s at 1, ≈ 3400 at 2, ≈ 2600–3000 at 4, ≈ 2600 at 8,
- * ≈ 2300 at 12 and ≈ 2100 at 16, p99 rising from 18 ms to 28–32 ms. Not 1: `begin` reserves its
+ * ≈ 2300 at 12 and ≈ 2100 at 16, p99 rising from 18 ms to 28–32 ms (with the earlier in-process
+ * server and no auth cache; the shape, not the figures, is what carries over). Not 1: `begin` reserves its
  * connection, so a one-connection pool stalls every read behind any write transaction — a setting
  * nobody should deploy. BENCH_POOL overrides it to repeat the sweep.
  */
@@ -47,9 +48,6 @@ export async function run(): Promise<void> {
   const pool = poolSize();
   const env = await createTestEnv({ pool });
   try {
-    // Same app, same server, same global middleware: the baseline isolates what pool-state adds
-    // (key hash, two queries, JSON shaping) from Hono and the Node adapter.
-    env.app.get('/bench/bare', (c) => c.json({ success: true }));
     const partner = await createPartner({ ctx: env.deps, input: { name: 'Bench Partner', quota: 1000, topup: 100 } });
     const [version] = await env.db<{ v: string }>`select current_setting('server_version') as v`;
     const dbLine =
@@ -57,7 +55,9 @@ export async function run(): Promise<void> {
         ? `Postgres ${version?.v.split(' ')[0] ?? '?'} (throwaway database, postgres.js pool ${pool})`
         : `PGlite ${version?.v ?? '?'} (in-memory, one connection)`;
 
-    const server = await listen(env.app);
+    // Same app, same server, same global middleware: the baseline (/bench/bare) isolates what
+    // pool-state adds (authentication, the pool query, JSON shaping) from Hono and the Node adapter.
+    const server = await serveForBench(env, { pool, ipData: false });
     try {
       const bare: Target = { name: 'bare', url: `${server.url}/bench/bare` };
       const poolState: Target = {
@@ -76,6 +76,7 @@ export async function run(): Promise<void> {
           'bench pool-state',
           `  ${machineLine()}`,
           `  database: ${dbLine}`,
+          `  server: ${server.where}`,
           `  load: autocannon, ${CONNECTIONS} connections (worker thread); warm-up ${WARMUP_SECONDS} s per target, then ${seconds} s per run measured, order bare, pool-state, pool-state, bare`,
           '',
         ].join('\n'),

@@ -38,7 +38,9 @@ export async function buildHost(
   return Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.mjs'));
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+// Run as a script (npm run build), not when bundled into something that imports it (a bundle's
+// import.meta.url is the bundle, which would match its own argv[1]).
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1] && import.meta.url.endsWith('/build.ts')) {
   buildHost().then(
     (files) => process.stdout.write(`built ${files.join(', ')}\n`),
     (err: unknown) => {

@@ -1,0 +1,20 @@
+import { serve } from '@hono/node-server';
+import { parseEnv } from '@sightline/core';
+import { buildHostDeps, createHostApp } from '@sightline/host';
+
+/**
+ * The server the HTTP benches measure, built with `npm run build`'s bundler and run under plain
+ * node in its own process: the production host (`npm run serve`) with one extra route, the bare
+ * baseline, on the same app, behind the same global middleware. Configuration comes from the
+ * environment like the real server's; it prints `listening <port>` once ready.
+ */
+const env = parseEnv(process.env);
+const deps = await buildHostDeps(env);
+const app = createHostApp(deps);
+app.get('/bench/bare', (c) => c.json({ success: true }));
+serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST }, (info) => {
+  process.stdout.write(`listening ${info.port}\n`);
+});
+process.on('SIGTERM', () => {
+  void deps.close().finally(() => process.exit(0));
+});
