@@ -28,20 +28,18 @@ interface PoolRow {
   monthly_id_quota: number;
   ids_used_this_period: number;
   topup_balance: number;
-  current_period_start: Date | null;
-  current_period_end: Date | null;
+  current_period_start: string | null;
+  current_period_end: string | null;
   pool_billing_mode: 'prepaid' | 'invoice_monthly';
   partner_per_id_pence: number | null;
   auto_reload_enabled: boolean;
   auto_reload_threshold_ids: number | null;
   auto_reload_topup_amount_ids: number | null;
   payment_method_id: string | null;
-  last_declined_at: Date | null;
+  last_declined_at: string | null;
   consecutive_declines: number;
   recent_topups: string;
 }
-
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 /**
  * The partner's pool, auto-reload settings and last 10 completed top-ups, in one read-only
@@ -50,10 +48,12 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 export async function getPoolState({ ctx }: VerbArgs<Record<string, never>, PartnerCtx>): Promise<PoolState> {
   const [p] = await ctx.db<PoolRow>`
     select p.monthly_id_quota, p.ids_used_this_period, p.topup_balance,
-           p.current_period_start, p.current_period_end, p.pool_billing_mode,
+           -- Formatted here: the hottest partner read skips three Date round trips.
+           sl_iso(p.current_period_start) as current_period_start, sl_iso(p.current_period_end) as current_period_end,
+           p.pool_billing_mode,
            p.partner_per_id_pence::float8 as partner_per_id_pence,
            p.auto_reload_enabled, p.auto_reload_threshold_ids, p.auto_reload_topup_amount_ids,
-           p.payment_method_id, p.last_declined_at, p.consecutive_declines,
+           p.payment_method_id, sl_iso(p.last_declined_at) as last_declined_at, p.consecutive_declines,
            coalesce((
              select json_agg(json_build_object('amount_ids', t.amount_ids, 'created_at', sl_iso(t.created_at),
                                                'status', t.status) order by t.created_at desc, t.id desc)
@@ -71,8 +71,8 @@ export async function getPoolState({ ctx }: VerbArgs<Record<string, never>, Part
       ids_used_this_period: p.ids_used_this_period,
       topup_balance: p.topup_balance,
       available: Math.max(0, p.monthly_id_quota - p.ids_used_this_period) + p.topup_balance,
-      current_period_start: iso(p.current_period_start),
-      current_period_end: iso(p.current_period_end),
+      current_period_start: p.current_period_start,
+      current_period_end: p.current_period_end,
       pool_billing_mode: p.pool_billing_mode,
       partner_per_id_pence: p.partner_per_id_pence,
     },
@@ -81,7 +81,7 @@ export async function getPoolState({ ctx }: VerbArgs<Record<string, never>, Part
       threshold_ids: p.auto_reload_threshold_ids,
       topup_amount_ids: p.auto_reload_topup_amount_ids,
       payment_method_id: p.payment_method_id,
-      last_declined_at: iso(p.last_declined_at),
+      last_declined_at: p.last_declined_at,
       consecutive_declines: p.consecutive_declines,
     },
     recent_topups: JSON.parse(p.recent_topups) as PoolState['recent_topups'],
