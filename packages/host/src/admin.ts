@@ -56,8 +56,14 @@ async function main() {
   const flags = parseFlags(rest);
   // Files are read by whichever process runs the command; make the path independent of its cwd.
   if (flags.file) flags.file = path.resolve(flags.file);
-  // A one-shot command does not need the local IP databases in memory; the server reloads after imports.
-  const env = parseEnv({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', IP_DATA: process.env.IP_DATA ?? '0' });
+  // A one-shot command needs neither the local IP databases in memory (the server reloads after
+  // imports) nor an auth cache with its listening connection.
+  const env = parseEnv({
+    ...process.env,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    IP_DATA: process.env.IP_DATA ?? '0',
+    AUTH_CACHE_TTL_SECONDS: process.env.AUTH_CACHE_TTL_SECONDS ?? '0',
+  });
   if (!env.DATABASE_URL) {
     const live = await readLiveRuntimeFile(env.DATA_DIR);
     if (live) {
