@@ -232,6 +232,9 @@ describe('per-child visitor_identified', () => {
     const r = await receiver((_q, res) => res.end());
     const p = await seedPartner(env.deps, { quota: 100 });
     const c = await createChildVia(env, p.key, { webhook_url: r.url, webhook_secret: 'child-secret-123' });
+    // The create's own background dispatch must be done first, or it may claim the event below
+    // while the sweep finds nothing left to send.
+    await env.settle();
     await env.db`select sl_emit(${p.account_id}, ${c.child.api_key_id}, 'visitor_identified', '{"visitor": {"ip": "203.0.113.9"}}'::jsonb, 'child')`;
     await sweepWebhookDeliveries({ ctx: env.deps, input: {} });
     const [d] = posts(r);
