@@ -76,6 +76,14 @@ describe('partner-pool-state', () => {
     expect([...times].sort((a, b) => b - a)).toEqual(times);
   });
 
+  it('shows a top-up time in UTC to the millisecond, truncated like every other timestamp', async () => {
+    const p = await seedPartner(env.deps, { quota: 0 });
+    await env.db`
+      insert into topups (pool_id, amount_ids, status, source, created_at)
+      select id, 7, 'refunded', 'operator', '2024-03-05T06:07:08.123999Z' from pools where account_id = ${p.account_id}`;
+    expect((await poolState(p.key)).body.recent_topups).toEqual([{ amount_ids: 7, created_at: '2024-03-05T06:07:08.123Z', status: 'refunded' }]);
+  });
+
   it('403 when the partner has no pool subscription', async () => {
     const p = await seedPartner(env.deps);
     await env.db`delete from pools where account_id = ${p.account_id}`;

@@ -28,18 +28,21 @@ interface PoolRow {
   monthly_id_quota: number;
   ids_used_this_period: number;
   topup_balance: number;
-  current_period_start: string | null;
-  current_period_end: string | null;
+  current_period_start: Date | null;
+  current_period_end: Date | null;
   pool_billing_mode: 'prepaid' | 'invoice_monthly';
   partner_per_id_pence: number | null;
   auto_reload_enabled: boolean;
   auto_reload_threshold_ids: number | null;
   auto_reload_topup_amount_ids: number | null;
   payment_method_id: string | null;
-  last_declined_at: string | null;
+  last_declined_at: Date | null;
   consecutive_declines: number;
-  recent_topups: string;
+  /** [[amount_ids, created_at in epoch ms, status], …], newest first. */
+  recent_topups: string | null;
 }
+
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 /**
  * The partner's pool, auto-reload settings and last 10 completed top-ups, in one read-only
@@ -48,19 +51,17 @@ interface PoolRow {
 export async function getPoolState({ ctx }: VerbArgs<Record<string, never>, PartnerCtx>): Promise<PoolState> {
   const [p] = await ctx.db<PoolRow>`
     select p.monthly_id_quota, p.ids_used_this_period, p.topup_balance,
-           -- Formatted here: the hottest partner read skips three Date round trips.
-           sl_iso(p.current_period_start) as current_period_start, sl_iso(p.current_period_end) as current_period_end,
-           p.pool_billing_mode,
+           p.current_period_start, p.current_period_end, p.pool_billing_mode,
            p.partner_per_id_pence::float8 as partner_per_id_pence,
            p.auto_reload_enabled, p.auto_reload_threshold_ids, p.auto_reload_topup_amount_ids,
-           p.payment_method_id, sl_iso(p.last_declined_at) as last_declined_at, p.consecutive_declines,
-           coalesce((
-             select json_agg(json_build_object('amount_ids', t.amount_ids, 'created_at', sl_iso(t.created_at),
-                                               'status', t.status) order by t.created_at desc, t.id desc)
-             from (select * from topups
-                   where pool_id = p.id and child_api_key_id is null and status in ('completed', 'refunded')
-                   order by created_at desc, id desc limit 10) t
-           ), '[]')::text as recent_topups
+           p.payment_method_id, p.last_declined_at, p.consecutive_declines,
+           -- Times as epoch milliseconds (truncated, like every timestamp the API shows), formatted
+           -- in JS: to_char costs Postgres about 13 µs a call, and this is the hottest partner read.
+           (select json_agg(json_build_array(t.amount_ids, floor(extract(epoch from t.created_at) * 1000), t.status)
+                            order by t.created_at desc, t.id desc)
+            from (select amount_ids, created_at, id, status from topups
+                  where pool_id = p.id and child_api_key_id is null and status in ('completed', 'refunded')
+                  order by created_at desc, id desc limit 10) t)::text as recent_topups
     from pools p
     where p.account_id = ${ctx.caller.accountId}`;
   if (!p) throw forbidden('this partner has no pool subscription');
@@ -71,8 +72,8 @@ export async function getPoolState({ ctx }: VerbArgs<Record<string, never>, Part
       ids_used_this_period: p.ids_used_this_period,
       topup_balance: p.topup_balance,
       available: Math.max(0, p.monthly_id_quota - p.ids_used_this_period) + p.topup_balance,
-      current_period_start: p.current_period_start,
-      current_period_end: p.current_period_end,
+      current_period_start: iso(p.current_period_start),
+      current_period_end: iso(p.current_period_end),
       pool_billing_mode: p.pool_billing_mode,
       partner_per_id_pence: p.partner_per_id_pence,
     },
@@ -81,9 +82,15 @@ export async function getPoolState({ ctx }: VerbArgs<Record<string, never>, Part
       threshold_ids: p.auto_reload_threshold_ids,
       topup_amount_ids: p.auto_reload_topup_amount_ids,
       payment_method_id: p.payment_method_id,
-      last_declined_at: p.last_declined_at,
+      last_declined_at: iso(p.last_declined_at),
       consecutive_declines: p.consecutive_declines,
     },
-    recent_topups: JSON.parse(p.recent_topups) as PoolState['recent_topups'],
+    recent_topups: p.recent_topups
+      ? (JSON.parse(p.recent_topups) as [number, number, PoolState['recent_topups'][number]['status']][]).map(([amount_ids, ms, status]) => ({
+          amount_ids,
+          created_at: new Date(ms).toISOString(),
+          status,
+        }))
+      : [],
   };
 }
