@@ -2,8 +2,9 @@
 -- key or its account changed in a way authentication reads: a key's status, hash, role, parent or
 -- account, a deleted key, or an account's partner flag. Row triggers with WHEN clauses fire only on
 -- real changes, so the frequent updates that leave those columns alone (usage counters, webhook
--- settings) never cost the caches their contents. Postgres folds identical notifications within a
--- transaction into one, so a sweep that changes many keys sends one per table.
+-- settings) never cost the caches their contents. Row triggers do not see TRUNCATE, so it has its
+-- own statement triggers. Postgres folds identical notifications within a transaction into one, so
+-- a sweep that changes many keys sends one per table.
 create function sl_notify_auth_changed() returns trigger
 language plpgsql as $$
 begin
@@ -36,4 +37,14 @@ create trigger accounts_auth_changed
 create trigger accounts_auth_deleted
   after delete on accounts
   for each row
+  execute function sl_notify_auth_changed();
+
+create trigger api_keys_auth_truncated
+  after truncate on api_keys
+  for each statement
+  execute function sl_notify_auth_changed();
+
+create trigger accounts_auth_truncated
+  after truncate on accounts
+  for each statement
   execute function sl_notify_auth_changed();

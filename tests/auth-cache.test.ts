@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_CHANGED_CHANNEL, authenticateKey, createAuthCache, createKeyring, generateApiKey, silentLogger, type Caller, type CoreDeps, type Sql } from '@sightline/core';
+import { AUTH_CHANGED_CHANNEL, AUTH_PROBE_PREFIX, authenticateKey, listenAuthCache, createAuthCache, createKeyring, generateApiKey, silentLogger, type Caller, type CoreDeps, type Sql } from '@sightline/core';
 import { nodeHmacSha256Hex, nodeSha256Base64 } from '@sightline/host';
 import { call, createTestEnv, TEST_SECRET, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
@@ -81,6 +81,57 @@ describe('the auth cache itself', () => {
   });
 });
 
+describe('the listener behind the cache', () => {
+  /** A database whose notifications can be switched off, as behind a transaction pooler. */
+  function fakeDb() {
+    const listeners: ((payload: string) => void)[] = [];
+    const state = { deaf: false };
+    const db = Object.assign(
+      async (_strings: TemplateStringsArray, ...values: unknown[]) => {
+        // Only pg_notify(channel, marker) is ever sent here.
+        if (!state.deaf) setTimeout(() => listeners.forEach((l) => l(values[1] as string)), 1);
+        return [];
+      },
+      {
+        begin: () => expect.unreachable('no transactions'),
+        listen: async (_channel: string, onNotify: (payload: string) => void, onListen?: () => void) => {
+          listeners.push(onNotify);
+          onListen?.();
+          return { unlisten: async () => {} };
+        },
+      },
+    );
+    return { db: db as unknown as Parameters<typeof listenAuthCache>[0], state };
+  }
+  const opts = { ttlMs: 60_000, maxEntries: 10, digest: nodeSha256Base64, heartbeatMs: 20, probeTimeoutMs: 40 };
+
+  it('stays off when notifications never arrive (LISTEN behind a transaction pooler)', async () => {
+    const { db, state } = fakeDb();
+    state.deaf = true;
+    const { cache, unlisten } = await listenAuthCache(db, opts);
+    cache.store('k', caller('k'), cache.begin());
+    expect([cache.enabled, cache.get('k'), cache.size]).toEqual([false, undefined, 0]);
+    await unlisten();
+  });
+
+  it('switches off and empties when the echo stops, and back on when it returns; its own probes clear nothing', async () => {
+    const { db, state } = fakeDb();
+    const { cache, unlisten } = await listenAuthCache(db, opts);
+    expect(cache.enabled).toBe(true);
+    cache.store('k', caller('k'), cache.begin());
+    await new Promise((r) => setTimeout(r, 100)); // several heartbeats
+    expect(cache.get('k')?.apiKeyId).toBe('k');
+    state.deaf = true;
+    const deadline = Date.now() + 2000;
+    while (cache.enabled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect([cache.enabled, cache.size]).toEqual([false, 0]);
+    state.deaf = false;
+    while (!cache.enabled && Date.now() < deadline + 2000) await new Promise((r) => setTimeout(r, 10));
+    expect(cache.enabled).toBe(true);
+    await unlisten();
+  });
+});
+
 describe(`the auth cache in the app (${usingPostgres ? 'Postgres' : 'embedded PGlite'})`, () => {
   let env: TestEnv;
   let partner: Awaited<ReturnType<typeof seedPartner>>;
@@ -104,7 +155,7 @@ describe(`the auth cache in the app (${usingPostgres ? 'Postgres' : 'embedded PG
     await env.db`alter table api_keys disable trigger api_keys_auth_changed`;
     try {
       await env.db`update api_keys set status = 'revoked' where id = ${child.api_key_id}`;
-      // (No authSync here: its marker is a notification too, and would clear the cache.)
+      await env.authSync();
       expect(await lookupWith(child.key)).toBe(503);
     } finally {
       await env.db`alter table api_keys enable trigger api_keys_auth_changed`;
@@ -151,7 +202,21 @@ describe(`the auth cache in the app (${usingPostgres ? 'Postgres' : 'embedded PG
     } finally {
       await sub.unlisten();
     }
-    expect(seen.filter((p) => !p.startsWith('sync:'))).toEqual(['api_keys']);
+    expect(seen.filter((p) => !p.startsWith(AUTH_PROBE_PREFIX))).toEqual(['api_keys']);
+  });
+
+  it('a truncate elsewhere is announced too', async () => {
+    // Its own database: this empties it.
+    const own = await createTestEnv();
+    try {
+      const p = await seedPartner(own.deps, { name: 'Truncated' });
+      expect((await call(own, 'partner-pool-state', { key: p.key })).status).toBe(200);
+      await own.db`truncate accounts, api_keys cascade`;
+      await own.authSync();
+      expect((await call(own, 'partner-pool-state', { key: p.key })).status).toBe(401);
+    } finally {
+      await own.close();
+    }
   });
 
   it.runIf(usingPostgres)('clears everything when the listening connection comes back, since notifications may have been missed', async () => {

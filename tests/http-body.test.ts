@@ -12,11 +12,12 @@ import { seedPartner } from './support/seed.ts';
  */
 let env: TestEnv;
 let server: ServerType;
+const errors: string[] = [];
 let port = 0;
 let key = '';
 
 beforeAll(async () => {
-  env = await createTestEnv();
+  env = await createTestEnv({ log: { info() {}, warn() {}, error: (msg) => void errors.push(msg) } });
   key = (await seedPartner(env.deps, { quota: 10 })).key;
   await new Promise<void>((resolve) => {
     server = serve({ fetch: env.app.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
@@ -31,7 +32,7 @@ afterAll(async () => {
 });
 
 /** A POST to create-child whose body is written in `parts`, with or without a Content-Length. */
-function post(parts: Buffer[], { chunked }: { chunked: boolean }) {
+function post(parts: Buffer[], { chunked, type = 'application/json' }: { chunked: boolean; type?: string }) {
   return new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
     const length = parts.reduce((n, p) => n + p.length, 0);
     const req = request(
@@ -40,7 +41,7 @@ function post(parts: Buffer[], { chunked }: { chunked: boolean }) {
         port,
         method: 'POST',
         path: '/functions/v1/partner-create-child-key',
-        headers: { 'content-type': 'application/json', 'x-access-key': key, ...(chunked ? {} : { 'content-length': String(length) }) },
+        headers: { 'content-type': type, 'x-access-key': key, ...(chunked ? {} : { 'content-length': String(length) }) },
       },
       (res) => {
         let text = '';
@@ -76,6 +77,36 @@ describe('request bodies on the Node host', () => {
     }
     const [row] = await env.db<{ n: number }>`select count(*)::int as n from accounts where name like 'xxxx%'`;
     expect(row?.n).toBe(0);
+  });
+
+  it('accepts the JSON media types the route validator does, and refuses the rest with 400 up front', async () => {
+    const ok = await post([json({ name: 'Charset Ltd', domain: 'charset.example' })], { chunked: false, type: 'application/json; charset=utf-8' });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    for (const type of ['application/json ;charset=utf-8', 'application/json;', 'text/json', 'application/jsonx']) {
+      const res = await post([json({ name: 'Odd type', domain: 'odd.example' })], { chunked: false, type });
+      expect(res.status, type).toBe(400);
+      expect(String(res.body.error)).toMatch(/Content-Type: application\/json/);
+    }
+  });
+
+  it('a client that hangs up mid-body is no server error, and the server carries on', async () => {
+    await new Promise<void>((resolve) => {
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/functions/v1/partner-create-child-key',
+        headers: { 'content-type': 'application/json', 'x-access-key': key, 'content-length': '1000' },
+      });
+      req.on('error', () => resolve());
+      req.write('{"name": "Half');
+      setTimeout(() => req.destroy(), 50);
+      setTimeout(resolve, 200);
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(errors).toEqual([]);
+    const res = await post([json({ name: 'After the hang-up', domain: 'after.example' })], { chunked: false });
+    expect(res.status).toBe(201);
   });
 
   it('still answers malformed JSON with 400', async () => {

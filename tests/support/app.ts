@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   AUTH_CHANGED_CHANNEL,
+  AUTH_PROBE_PREFIX,
   createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
@@ -9,6 +10,7 @@ import {
   type Database,
   type IpDeps,
   listenAuthCache,
+  type Logger,
   type PaymentProcessor,
   type RateLimiter,
 } from '@sightline/core';
@@ -27,6 +29,8 @@ export interface TestEnvOptions {
   ip?: (db: Database) => Promise<IpDeps>;
   /** The auth cache, on as in production unless a test needs every key read from the database. */
   authCache?: boolean;
+  /** Where the app logs; silent unless a test reads the log. */
+  log?: Logger;
 }
 
 export interface TestEnv extends TestDatabase {
@@ -36,8 +40,8 @@ export interface TestEnv extends TestDatabase {
   settle(): Promise<void>;
   /**
    * Waits until the auth-cache notifications of every change committed so far have arrived: a
-   * marker notified now is delivered after them. For tests that change keys behind the app's back,
-   * as another process would.
+   * marker notified now is delivered after them (and clears nothing itself). For tests that change
+   * keys behind the app's back, as another process would.
    */
   authSync(): Promise<void>;
   close(): Promise<void>;
@@ -54,7 +58,7 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     db: tdb.db,
     keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }),
     webhooks,
-    log: silentLogger,
+    log: opts.log ?? silentLogger,
     allowPrivateWebhooks: allowPrivate,
     // Generous by default so suites that are not about the limit never meet it.
     rateLimiter: opts.rateLimiter ?? createMemoryRateLimiter({ limit: 1_000_000, windowSeconds: 60 }),
@@ -69,7 +73,8 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     app: createHostApp(deps),
     settle: () => deps.runner.drain(),
     async authSync() {
-      const marker = `sync:${randomUUID()}`;
+      // A probe-prefixed marker: the cache ignores it, so only real changes clear it.
+      const marker = `${AUTH_PROBE_PREFIX}sync:${randomUUID()}`;
       const seen = new Promise<void>((resolve) => markers.set(marker, resolve));
       await tdb.db`select pg_notify(${AUTH_CHANGED_CHANNEL}, ${marker})`;
       await seen;

@@ -1,5 +1,5 @@
-import type { Caller } from './context.ts';
-import type { Database } from './db.ts';
+import type { Caller, Logger } from './context.ts';
+import type { Database, Sql } from './db.ts';
 
 /**
  * Key records by keyed hash, so a lookup that repeats its key skips the database. Correctness rests
@@ -16,6 +16,8 @@ import type { Database } from './db.ts';
  * TTL, which bounds staleness should a notification be lost with no reconnect to tell us.
  */
 export interface AuthCache {
+  /** Off while the process cannot be sure it hears about changes: every lookup reads the database. */
+  enabled: boolean;
   get(key: string): Caller | undefined;
   /** The generation to pass to `store` for a lookup about to read the database. */
   begin(): number;
@@ -43,7 +45,9 @@ export function createAuthCache({ ttlMs, maxEntries, digest, now = Date.now }: A
   const entries = new Map<string, { caller: Caller; expires: number }>();
   let generation = 0;
   return {
+    enabled: true,
     get(key) {
+      if (!this.enabled) return undefined;
       const hash = digest(key);
       const e = entries.get(hash);
       if (!e) return undefined;
@@ -57,7 +61,7 @@ export function createAuthCache({ ttlMs, maxEntries, digest, now = Date.now }: A
     },
     begin: () => generation,
     store(key, caller, from) {
-      if (from !== generation) return;
+      if (from !== generation || !this.enabled) return;
       const hash = digest(key);
       entries.delete(hash);
       entries.set(hash, { caller, expires: now() + ttlMs });
@@ -80,15 +84,82 @@ export function createAuthCache({ ttlMs, maxEntries, digest, now = Date.now }: A
 /** The channel migration 0005's triggers notify when a key or its account changes. */
 export const AUTH_CHANGED_CHANNEL = 'sl_auth_changed';
 
+/** Payloads with this prefix are the listener's own probes, not changes: they clear nothing. */
+export const AUTH_PROBE_PREFIX = 'probe:';
+
+export interface ListenOptions {
+  /** How often to check that notifications still arrive (a probe round trip), in ms. */
+  heartbeatMs?: number;
+  /** How long a probe may take before the listener counts as deaf, in ms. */
+  probeTimeoutMs?: number;
+  log?: Logger;
+}
+
 /**
- * A cache that is only handed out once the process is listening for changes; any notification, and
- * every (re)connection of the listener, clears it.
+ * A cache that only serves while the process can hear about changes. Any notification but our own
+ * probes clears it, and so does every (re)connection of the listener. Before handing it out, and
+ * then every `heartbeatMs`, the listener notifies itself and waits for the echo: behind a
+ * transaction pooler (PgBouncer, Supavisor in transaction mode) LISTEN is acknowledged but nothing
+ * is ever delivered, and a half-open connection delivers nothing either. While the echo does not
+ * come back the cache is cleared and switched off, so every request reads its key from the
+ * database; it comes back on once the echo does.
  */
 export async function listenAuthCache(
-  db: Pick<Database, 'listen'>,
-  opts: AuthCacheOptions,
+  db: Pick<Database, 'listen'> & Sql,
+  opts: AuthCacheOptions & ListenOptions,
 ): Promise<{ cache: AuthCache; unlisten(): Promise<void> }> {
   const cache = createAuthCache(opts);
-  const sub = await db.listen(AUTH_CHANGED_CHANNEL, () => cache.invalidateAll(), () => cache.invalidateAll());
-  return { cache, unlisten: () => sub.unlisten() };
+  const echoes = new Map<string, () => void>();
+  const sub = await db.listen(
+    AUTH_CHANGED_CHANNEL,
+    (payload) => {
+      if (payload.startsWith(AUTH_PROBE_PREFIX)) echoes.get(payload)?.();
+      else cache.invalidateAll();
+    },
+    () => cache.invalidateAll(),
+  );
+  const timeoutMs = opts.probeTimeoutMs ?? 2000;
+  let probes = 0;
+  const hears = async (): Promise<boolean> => {
+    const marker = `${AUTH_PROBE_PREFIX}${++probes}:${Math.random().toString(36).slice(2)}`;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const echoed = new Promise<boolean>((resolve) => {
+        echoes.set(marker, () => resolve(true));
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      });
+      await db`select pg_notify(${AUTH_CHANGED_CHANNEL}, ${marker})`;
+      return await echoed;
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+      echoes.delete(marker);
+    }
+  };
+  const check = async () => {
+    const ok = await hears();
+    if (!ok) cache.invalidateAll();
+    if (ok !== cache.enabled) {
+      opts.log?.[ok ? 'info' : 'warn'](ok ? 'auth cache on: change notifications arrive' : 'auth cache off: change notifications do not arrive (a transaction pooler, or a lost connection); keys are read from the database', {});
+    }
+    cache.enabled = ok;
+  };
+  cache.enabled = false;
+  await check();
+  let running = false;
+  const heartbeat = setInterval(() => {
+    if (running) return;
+    running = true;
+    void check().finally(() => (running = false));
+  }, opts.heartbeatMs ?? 10_000);
+  // Never what keeps a process alive.
+  (heartbeat as { unref?: () => void }).unref?.();
+  return {
+    cache,
+    unlisten: async () => {
+      clearInterval(heartbeat);
+      await sub.unlisten();
+    },
+  };
 }

@@ -92,7 +92,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
   const { limiter, redis } = await rateLimiterFor(env);
   const auth =
     env.AUTH_CACHE_TTL_SECONDS > 0
-      ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS, digest: nodeSha256Base64 })
+      ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS, digest: nodeSha256Base64, log })
       : undefined;
   const deps = createCoreDeps({
     db,
