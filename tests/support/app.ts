@@ -1,7 +1,4 @@
-import { randomUUID } from 'node:crypto';
 import {
-  AUTH_CHANGED_CHANNEL,
-  AUTH_PROBE_PREFIX,
   createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
@@ -39,9 +36,9 @@ export interface TestEnv extends TestDatabase {
   /** Waits for background work (auto-reloads) started by requests so far. */
   settle(): Promise<void>;
   /**
-   * Waits until the auth-cache notifications of every change committed so far have arrived: a
-   * marker notified now is delivered after them (and clears nothing itself). For tests that change
-   * keys behind the app's back, as another process would.
+   * Waits until the auth-cache notifications of every change committed so far have arrived (the
+   * listener's own probe, which clears nothing). For tests that change keys behind the app's
+   * back, as another process would.
    */
   authSync(): Promise<void>;
   close(): Promise<void>;
@@ -52,8 +49,6 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
   const allowPrivate = opts.allowPrivateWebhooks ?? true;
   const webhooks = createNodeWebhookTransport({ allowPrivate });
   const auth = opts.authCache === false ? undefined : await listenAuthCache(tdb.db, { ttlMs: 30_000, maxEntries: 100_000, digest: nodeSha256Base64 });
-  const markers = new Map<string, () => void>();
-  const markerSub = await tdb.db.listen(AUTH_CHANGED_CHANNEL, (payload) => markers.get(payload)?.());
   const deps = createCoreDeps({
     db: tdb.db,
     keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }),
@@ -72,17 +67,11 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     deps,
     app: createHostApp(deps),
     settle: () => deps.runner.drain(),
-    async authSync() {
-      // A probe-prefixed marker: the cache ignores it, so only real changes clear it.
-      const marker = `${AUTH_PROBE_PREFIX}sync:${randomUUID()}`;
-      const seen = new Promise<void>((resolve) => markers.set(marker, resolve));
-      await tdb.db`select pg_notify(${AUTH_CHANGED_CHANNEL}, ${marker})`;
-      await seen;
-      markers.delete(marker);
+    authSync: async () => {
+      await auth?.sync();
     },
     async close() {
       await deps.runner.drain();
-      await markerSub.unlisten();
       await auth?.unlisten();
       await webhooks.close();
       await tdb.drop();

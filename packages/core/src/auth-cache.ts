@@ -107,7 +107,12 @@ export interface ListenOptions {
 export async function listenAuthCache(
   db: Pick<Database, 'listen'> & Sql,
   opts: AuthCacheOptions & ListenOptions,
-): Promise<{ cache: AuthCache; unlisten(): Promise<void> }> {
+): Promise<{
+  cache: AuthCache;
+  /** Resolves once every change committed before the call has been heard (its probe echoed). */
+  sync(): Promise<void>;
+  unlisten(): Promise<void>;
+}> {
   const cache = createAuthCache(opts);
   const echoes = new Map<string, () => void>();
   const sub = await db.listen(
@@ -157,6 +162,10 @@ export async function listenAuthCache(
   (heartbeat as { unref?: () => void }).unref?.();
   return {
     cache,
+    // Notifications arrive in commit order, so the echo of a probe sent now follows them all.
+    sync: async () => {
+      if (!(await hears())) throw new Error(`no echo on ${AUTH_CHANGED_CHANNEL} within ${timeoutMs} ms`);
+    },
     unlisten: async () => {
       clearInterval(heartbeat);
       await sub.unlisten();
