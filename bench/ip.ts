@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { grantCredits, LocalIpData } from '@sightline/core';
 import { FUNCTIONS_PREFIX, openCountryReader, readAsnBase } from '@sightline/host';
 import { buildHost } from '../packages/host/src/build.ts';
-import { childEnv, run as runCommand, startHost } from '../tests/support/process.ts';
+import { BUILT_MAIN, childEnv, run as runCommand, startHost } from '../tests/support/process.ts';
 import { createTestEnv } from '../tests/support/app.ts';
 import { realIpDeps } from '../tests/support/ip.ts';
 import { seedDirectAccount } from '../tests/support/seed.ts';
@@ -122,7 +122,7 @@ async function measureMemory(url: string | undefined) {
   await buildHost();
   const serverRss = async (ipData: boolean) => {
     const env = childEnv({ DATABASE_URL: url, SIGHTLINE_SECRET: randomBytes(24).toString('hex'), PORT: '0', HOST: '127.0.0.1', IP_DATA: ipData ? '1' : '0' });
-    const server = await startHost(env, 60_000, { built: true });
+    const server = await startHost(env, 60_000, { entry: BUILT_MAIN });
     try {
       // Listening means every dependency, the IP data included, is built; let start-up work settle.
       await new Promise((r) => setTimeout(r, 1000));

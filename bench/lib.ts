@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -6,7 +5,7 @@ import { serve } from '@hono/node-server';
 import autocannon from 'autocannon';
 import { buildHost } from '../packages/host/src/build.ts';
 import { TEST_SECRET, type TestEnv } from '../tests/support/app.ts';
-import { REPO_ROOT } from '../tests/support/process.ts';
+import { childEnv, startHost } from '../tests/support/process.ts';
 
 /** Shared by every bench so their figures are comparable. */
 export const CONNECTIONS = 32;
@@ -178,47 +177,22 @@ export async function serveForBench(env: TestEnv, opts: { pool: number; ipData: 
     return { ...(await listen(env.app)), where: 'this process (tsx), embedded PGlite' };
   }
   await buildHost({ 'bench-server': 'bench/server-entry.ts' });
-  const proc = spawn(process.execPath, ['packages/host/dist/bench-server.mjs'], {
-    cwd: REPO_ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: env.url,
-      SIGHTLINE_SECRET: TEST_SECRET,
-      DATABASE_POOL_MAX: String(opts.pool),
-      IP_DATA: opts.ipData ? '1' : '0',
-      DEMO_PARTNER: '0',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  // childEnv: no Redis, as the ip bench states (an in-process hot cache, like `npm run serve` alone).
+  const serverEnv = childEnv({
+    DATABASE_URL: env.url,
+    SIGHTLINE_SECRET: TEST_SECRET,
+    DATABASE_POOL_MAX: String(opts.pool),
+    IP_DATA: opts.ipData ? '1' : '0',
+    DEMO_PARTNER: '0',
+    PORT: '0',
+    HOST: '127.0.0.1',
   });
-  let out = '';
-  let err = '';
-  proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`bench server did not start\n${err}`)), 60_000);
-    proc.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening (\d+)/.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`bench server exited with ${code}\n${err}`));
-    });
-  });
+  const server = await startHost(serverEnv, 60_000, { entry: 'packages/host/dist/bench-server.mjs' });
   return {
-    url: `http://127.0.0.1:${port}`,
-    where: `npm run build output under plain node, its own process (pid ${proc.pid}), postgres.js pool ${opts.pool}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        proc.removeAllListeners('exit');
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-      }),
+    url: `http://127.0.0.1:${server.port}`,
+    where: `npm run build output under plain node, its own process (pid ${server.proc.pid}), postgres.js pool ${opts.pool}`,
+    close: async () => {
+      await server.stop();
+    },
   };
 }

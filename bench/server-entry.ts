@@ -6,14 +6,14 @@ import { buildHostDeps, createHostApp } from '@sightline/host';
  * The server the HTTP benches measure, built with `npm run build`'s bundler and run under plain
  * node in its own process: the production host (`npm run serve`) with one extra route, the bare
  * baseline, on the same app, behind the same global middleware. Configuration comes from the
- * environment like the real server's; it prints `listening <port>` once ready.
+ * environment like the real server's; it announces its port the way `npm start` does.
  */
 const env = parseEnv(process.env);
 const deps = await buildHostDeps(env);
 const app = createHostApp(deps);
 app.get('/bench/bare', (c) => c.json({ success: true }));
 serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST }, (info) => {
-  process.stdout.write(`listening ${info.port}\n`);
+  process.stdout.write(`bench server listening on http://localhost:${info.port}\n`);
 });
 process.on('SIGTERM', () => {
   void deps.close().finally(() => process.exit(0));

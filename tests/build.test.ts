@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildHost } from '../packages/host/src/build.ts';
-import { childEnv, run, startHost, type StartedServer } from './support/process.ts';
+import { BUILT_MAIN, childEnv, run, startHost, type StartedServer } from './support/process.ts';
 
 /**
  * The production path: `npm run build` bundles the host to plain JavaScript and `npm run serve` runs
@@ -18,7 +18,7 @@ beforeAll(async () => {
   expect(files.map((f) => path.basename(f)).sort()).toEqual(['admin.mjs', 'main.mjs']);
   dataDir = await mkdtemp(path.join(tmpdir(), 'sightline-built-'));
   env = childEnv({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' });
-  server = await startHost(env, 60_000, { built: true });
+  server = await startHost(env, 60_000, { entry: BUILT_MAIN });
 }, 120_000);
 afterAll(async () => {
   await server?.stop();

@@ -20,12 +20,16 @@ export interface StartedServer {
   stop(): Promise<number | null>;
 }
 
+/** The `npm run serve` entry: the `npm run build` output. */
+export const BUILT_MAIN = 'packages/host/dist/main.mjs';
+
 /**
- * Runs the host and waits until it prints its address: the `npm start` entry (sources through tsx),
- * or with `built` the `npm run serve` one (the `npm run build` output under plain node).
+ * Runs a server and waits until it prints `listening on http://localhost:<port>`: the `npm start`
+ * entry (sources through tsx), or with `entry` a built bundle under plain node (BUILT_MAIN is
+ * `npm run serve`).
  */
-export async function startHost(env: NodeJS.ProcessEnv, timeoutMs = 60_000, { built = false } = {}): Promise<StartedServer> {
-  const [cmd, args] = built ? [process.execPath, ['packages/host/dist/main.mjs']] : [TSX, ['packages/host/src/main.ts']];
+export async function startHost(env: NodeJS.ProcessEnv, timeoutMs = 60_000, { entry }: { entry?: string } = {}): Promise<StartedServer> {
+  const [cmd, args] = entry ? [process.execPath, [entry]] : [TSX, ['packages/host/src/main.ts']];
   const proc = spawn(cmd, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
