@@ -118,18 +118,7 @@ export function consensus(answers: ProviderAnswer[], opts: ConsensusOptions): Co
     totalVotes += value;
   }
 
-  if (totalVotes === 0) {
-    return {
-      identified: false,
-      domain: null,
-      company_name: null,
-      confidence: 0,
-      confidence_level: 'unconfirmed',
-      traffic_type: 'unknown',
-      reason: 'no provider identified a company',
-      matches: [],
-    };
-  }
+  if (totalVotes === 0) return unidentified('no provider identified a company');
 
   const typeMass = (t: NonBusinessType): number => sum(byType.get(t) ?? []);
   const { riskPenalty } = CONSENSUS_RULES;
@@ -211,6 +200,20 @@ export function consensus(answers: ProviderAnswer[], opts: ConsensusOptions): Co
 }
 
 /** confirmed ≥ 0.8, likely ≥ 0.5, otherwise unconfirmed. */
+/** A result that names no company, for the given reason. */
+export function unidentified(reason: string): ConsensusResult {
+  return {
+    identified: false,
+    domain: null,
+    company_name: null,
+    confidence: 0,
+    confidence_level: 'unconfirmed',
+    traffic_type: 'unknown',
+    reason,
+    matches: [],
+  };
+}
+
 export function levelOf(confidence: number): ConfidenceLevel {
   if (confidence >= CONSENSUS_RULES.confirmed) return 'confirmed';
   if (confidence >= CONSENSUS_RULES.likely) return 'likely';

@@ -1,7 +1,7 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, badRequest, sqlCall } from '../errors.ts';
 import { forbiddenAddressClass, parseIp } from '../net/ip.ts';
-import { levelOf } from './consensus.ts';
+import { levelOf, unidentified } from './consensus.ts';
 import type { LocalAnswer, LocalIpData } from './local-data.ts';
 import type { ConsensusResult, EnrichmentProvider, IpProvider, ProviderAnswer, TrafficType } from './types.ts';
 
@@ -93,14 +93,7 @@ export async function identifyIp({
   if (reserved) {
     return {
       ip,
-      identified: false,
-      domain: null,
-      company_name: null,
-      confidence: 0,
-      confidence_level: 'unconfirmed',
-      traffic_type: 'unknown',
-      reason: `This is a ${reserved} address, not one seen on the public internet.`,
-      matches: [],
+      ...unidentified(`This is a ${reserved} address, not one seen on the public internet.`),
       vpn_provider: null,
       country_code: '',
       cached: false,
