@@ -20,10 +20,8 @@ export async function storeRanges({
   ctx,
   input,
 }: VerbArgs<{ kind: RangeKind; parsed: ImportSummary<RangeImportRow>; source: string; onProgress?: (done: number, total: number) => void }>): Promise<ImportResult> {
-  let inserted = 0;
-  const rows = input.parsed.rows;
-  for (let i = 0; i < rows.length; i += BATCH) {
-    const batch = rows.slice(i, i + BATCH).map((r) => ({ network: r.cidr, provider: r.provider }));
+  const inserted = await inBatches(input.parsed.rows, input.onProgress, async (rows) => {
+    const batch = rows.map((r) => ({ network: r.cidr, provider: r.provider }));
     const [r] = await ctx.db<{ n: number }>`
       with ins as (
         insert into ip_ranges (network, kind, provider, source)
@@ -32,9 +30,8 @@ export async function storeRanges({
         on conflict (network, kind) do nothing
         returning 1
       ) select count(*)::int as n from ins`;
-    inserted += r?.n ?? 0;
-    input.onProgress?.(Math.min(i + BATCH, rows.length), rows.length);
-  }
+    return r?.n ?? 0;
+  });
   await ctx.ip?.reload?.();
   return summary(input.parsed, inserted);
 }
@@ -43,10 +40,7 @@ export async function storeCompanies({
   ctx,
   input,
 }: VerbArgs<{ parsed: ImportSummary<CompanyImportRow>; onProgress?: (done: number, total: number) => void }>): Promise<ImportResult> {
-  let inserted = 0;
-  const rows = input.parsed.rows;
-  for (let i = 0; i < rows.length; i += BATCH) {
-    const batch = rows.slice(i, i + BATCH);
+  const inserted = await inBatches(input.parsed.rows, input.onProgress, async (batch) => {
     const [r] = await ctx.db<{ n: number }>`
       with ins as (
         insert into ip_companies (network, domain, company_name, confidence, source)
@@ -57,11 +51,20 @@ export async function storeCompanies({
           confidence = excluded.confidence, source = 'import', updated_at = now()
         returning 1
       ) select count(*)::int as n from ins`;
-    inserted += r?.n ?? 0;
-    input.onProgress?.(Math.min(i + BATCH, rows.length), rows.length);
-  }
+    return r?.n ?? 0;
+  });
   await ctx.ip?.reload?.();
   return summary(input.parsed, inserted);
+}
+
+/** Runs `insert` on successive slices of `rows`, reporting progress; the total it inserted. */
+async function inBatches<T>(rows: T[], onProgress: ((done: number, total: number) => void) | undefined, insert: (batch: T[]) => Promise<number>): Promise<number> {
+  let inserted = 0;
+  for (let i = 0; i < rows.length; i += BATCH) {
+    inserted += await insert(rows.slice(i, i + BATCH));
+    onProgress?.(Math.min(i + BATCH, rows.length), rows.length);
+  }
+  return inserted;
 }
 
 function summary<T>(p: ImportSummary<T>, inserted: number): ImportResult {
