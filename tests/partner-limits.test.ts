@@ -95,6 +95,13 @@ describe('API-wide rate limit (429)', () => {
     expect(await snapshot(env.db)).toEqual(before);
   });
 
+  it('an error answer to a counted request carries the RateLimit headers too', async () => {
+    const bad = await call(env, 'partner-create-child-key', { key: neighbour.key, body: { name: 'x' } });
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get('ratelimit-policy')).toBe('"partner";q=3;w=60');
+    expect(bad.headers.get('ratelimit')).toMatch(/^"partner";r=\d+;t=\d+$/);
+  });
+
   it('is per partner key, and partner-pool-state is exempt', async () => {
     expect((await call(env, 'partner-list-children', { key: neighbour.key })).status).toBe(200);
     for (let i = 0; i < 5; i++) expect((await call(env, 'partner-pool-state', { key: partner.key })).status).toBe(200);

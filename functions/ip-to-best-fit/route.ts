@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { identifyIp, type FunctionDefinition } from '@sightline/core';
+import { identifyIp, openapi, type FunctionDefinition } from '@sightline/core';
 import { errorResponses, jsonBody, partnerErrors } from '../_shared/schemas.ts';
 import { Matches } from '../ip-to-company/route.ts';
 
@@ -51,11 +51,11 @@ export const ipToBestFit: FunctionDefinition = {
   method: 'POST',
   auth: 'key',
   register(app) {
-    app.openapi(route, async (c) => {
+    openapi(app, route, async (c) => {
       const body = c.req.valid('json');
       const v = await identifyIp({
-        ctx: c.var.deps,
-        input: { accountId: c.var.caller.accountId, ip: body.ip_address, operation: 'ip-to-best-fit', website: body.website, description: body.description },
+        ctx: c.get('deps'),
+        input: { accountId: c.get('caller').accountId, ip: body.ip_address, operation: 'ip-to-best-fit', website: body.website, description: body.description },
       });
       // The spec's best-fit vocabulary has no education/government: those are not businesses to sell to.
       const traffic = v.traffic_type === 'education' || v.traffic_type === 'government' ? 'unknown' : v.traffic_type;

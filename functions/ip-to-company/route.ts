@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { identifyIp, type FunctionDefinition } from '@sightline/core';
+import { identifyIp, openapi, type FunctionDefinition } from '@sightline/core';
 import { errorResponses, jsonBody, partnerErrors } from '../_shared/schemas.ts';
 
 export const IpToCompanyBody = z
@@ -49,10 +49,10 @@ export const ipToCompany: FunctionDefinition = {
   method: 'POST',
   auth: 'key',
   register(app) {
-    app.openapi(route, async (c) => {
+    openapi(app, route, async (c) => {
       const v = await identifyIp({
-        ctx: c.var.deps,
-        input: { accountId: c.var.caller.accountId, ip: c.req.valid('json').ip, operation: 'ip-to-company' },
+        ctx: c.get('deps'),
+        input: { accountId: c.get('caller').accountId, ip: c.req.valid('json').ip, operation: 'ip-to-company' },
       });
       return c.json(
         {

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { adoptExistingKey, partnerCtx, type FunctionDefinition } from '@sightline/core';
+import { adoptExistingKey, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
 import { errorResponses, jsonBody, limitedPartnerErrors, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
 
 export const AdoptBody = z
@@ -43,6 +43,6 @@ export const partnerAdoptExistingKey: FunctionDefinition = {
   method: 'POST',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => c.json(await adoptExistingKey({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
+    openapi(app, route, async (c) => c.json(await adoptExistingKey({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },
 };

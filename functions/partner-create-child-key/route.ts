@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { createChildKey, partnerCtx, type FunctionDefinition } from '@sightline/core';
+import { createChildKey, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
 import { errorResponses, partnerErrors, Uuid } from '../_shared/schemas.ts';
 
 export const CreateChildBody = z
@@ -88,7 +88,7 @@ export const partnerCreateChildKey: FunctionDefinition = {
   method: 'POST',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => {
+    openapi(app, route, async (c) => {
       const body = c.req.valid('json');
       const created = await createChildKey({
         ctx: partnerCtx(c),

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { listChildren, partnerCtx, type FunctionDefinition } from '@sightline/core';
+import { listChildren, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
 import { partnerErrors, QueryBoolean, Uuid } from '../_shared/schemas.ts';
 
 export const ListChildrenQuery = z.object({
@@ -48,7 +48,7 @@ export const partnerListChildren: FunctionDefinition = {
   method: 'GET',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => {
+    openapi(app, route, async (c) => {
       const q = c.req.valid('query');
       const children = await listChildren({
         ctx: partnerCtx(c),

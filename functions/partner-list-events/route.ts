@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { listPartnerEvents, partnerCtx, type FunctionDefinition } from '@sightline/core';
+import { listPartnerEvents, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
 import { limitedPartnerErrors, Timestamp, Uuid, whenGiven } from '../_shared/schemas.ts';
 
 const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'no_destination'], whenGiven('must be pending, delivered, failed or no_destination'));
@@ -47,7 +47,7 @@ export const partnerListEvents: FunctionDefinition = {
   method: 'GET',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => {
+    openapi(app, route, async (c) => {
       const q = c.req.valid('query');
       return c.json(await listPartnerEvents({ ctx: partnerCtx(c), input: { ...q, limit: q.limit ?? 50 } }), 200);
     });

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { getPoolState, partnerCtx, type FunctionDefinition } from '@sightline/core';
+import { getPoolState, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
 import { partnerErrors } from '../_shared/schemas.ts';
 
 const Timestamp = z.string().openapi({ format: 'date-time' });
@@ -48,6 +48,6 @@ export const partnerPoolState: FunctionDefinition = {
   auth: 'partner',
   exemptFromPartnerLimits: true,
   register(app) {
-    app.openapi(route, async (c) => c.json(await getPoolState({ ctx: partnerCtx(c), input: {} }), 200));
+    openapi(app, route, async (c) => c.json(await getPoolState({ ctx: partnerCtx(c), input: {} }), 200));
   },
 };

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, releaseChild, type FunctionDefinition } from '@sightline/core';
+import { partnerCtx, releaseChild, openapi, type FunctionDefinition } from '@sightline/core';
 import { errorResponses, jsonBody, limitedPartnerErrors, Uuid } from '../_shared/schemas.ts';
 
 export const ReleaseBody = z.object({ child_api_key_id: Uuid }).strict().openapi('ReleaseChildRequest');
@@ -26,6 +26,6 @@ export const partnerReleaseChild: FunctionDefinition = {
   method: 'POST',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => c.json(await releaseChild({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
+    openapi(app, route, async (c) => c.json(await releaseChild({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },
 };

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, replayPartnerEvent, type FunctionDefinition } from '@sightline/core';
+import { partnerCtx, replayPartnerEvent, openapi, type FunctionDefinition } from '@sightline/core';
 import { errorResponses, jsonBody, limitedPartnerErrors, Uuid } from '../_shared/schemas.ts';
 
 export const ReplayBody = z.object({ event_id: Uuid }).strict().openapi('ReplayEventRequest');
@@ -26,7 +26,7 @@ export const partnerReplayEvent: FunctionDefinition = {
   method: 'POST',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => {
+    openapi(app, route, async (c) => {
       const out = await replayPartnerEvent({ ctx: partnerCtx(c), input: c.req.valid('json') });
       return c.json({ ...out, delivery_status: 'pending' as const }, 200);
     });

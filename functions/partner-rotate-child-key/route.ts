@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, rotateChildKey, type FunctionDefinition } from '@sightline/core';
+import { partnerCtx, rotateChildKey, openapi, type FunctionDefinition } from '@sightline/core';
 import { errorResponses, jsonBody, limitedPartnerErrors, Timestamp, Uuid } from '../_shared/schemas.ts';
 
 export const RotateBody = z.object({ child_api_key_id: Uuid }).strict().openapi('RotateKeyRequest');
@@ -41,6 +41,6 @@ export const partnerRotateChildKey: FunctionDefinition = {
   method: 'POST',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => c.json(await rotateChildKey({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
+    openapi(app, route, async (c) => c.json(await rotateChildKey({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },
 };

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, setPartnerWebhook, type FunctionDefinition } from '@sightline/core';
+import { partnerCtx, setPartnerWebhook, openapi, type FunctionDefinition } from '@sightline/core';
 import { jsonBody, limitedPartnerErrors, WebhookSecret } from '../_shared/schemas.ts';
 
 export const SetWebhookBody = z
@@ -38,6 +38,6 @@ export const partnerSetWebhook: FunctionDefinition = {
   method: 'POST',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => c.json(await setPartnerWebhook({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
+    openapi(app, route, async (c) => c.json(await setPartnerWebhook({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },
 };

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, transferTopup, type FunctionDefinition } from '@sightline/core';
+import { partnerCtx, transferTopup, openapi, type FunctionDefinition } from '@sightline/core';
 import { errorResponses, jsonBody, limitedPartnerErrors, Uuid, whenGiven } from '../_shared/schemas.ts';
 
 export const TransferBody = z
@@ -50,6 +50,6 @@ export const partnerTransferTopup: FunctionDefinition = {
   method: 'POST',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => c.json(await transferTopup({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
+    openapi(app, route, async (c) => c.json(await transferTopup({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },
 };

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, updateChild, type FunctionDefinition } from '@sightline/core';
+import { partnerCtx, updateChild, openapi, type FunctionDefinition } from '@sightline/core';
 import { ChildStatus, errorResponses, jsonBody, limitedPartnerErrors, PositiveDays, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
 
 export const UpdateChildBody = z
@@ -61,6 +61,6 @@ export const partnerUpdateChild: FunctionDefinition = {
   method: 'POST',
   auth: 'partner',
   register(app) {
-    app.openapi(route, async (c) => c.json(await updateChild({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
+    openapi(app, route, async (c) => c.json(await updateChild({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },
 };

@@ -5,6 +5,7 @@ export * from './db-postgres.ts';
 export * from './errors.ts';
 export * from './config.ts';
 export * from './http/app.ts';
+export * from './http/route.ts';
 export * from './net/ip.ts';
 export * from './net/webhook-destination.ts';
 export * from './verbs/auth.ts';

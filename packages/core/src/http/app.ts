@@ -1,4 +1,4 @@
-import { OpenAPIHono, type Hook } from '@hono/zod-openapi';
+import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Caller, CoreDeps, PartnerCtx } from '../context.ts';
@@ -7,7 +7,19 @@ import { authenticateKey, authenticatePartner } from '../verbs/auth.ts';
 import { assertPoolHasIds } from '../verbs/ledger.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 
-export type HonoEnv = { Variables: { deps: CoreDeps; requestId: string; caller: Caller } };
+/**
+ * Read variables with `c.get(name)`, never `c.var`: Hono's `c.var` getter builds a fresh object
+ * from the variable map on every access, which was a tenth of a cached lookup's CPU.
+ */
+export type HonoEnv = {
+  Variables: {
+    deps: CoreDeps;
+    requestId: string;
+    caller: Caller;
+    /** A POST's body as text, read once by the request guard; route.ts parses and checks it. */
+    bodyText: string;
+  };
+};
 export type FunctionApp = OpenAPIHono<HonoEnv>;
 
 /** One documented endpoint: a thin transport registered at `/` of its own sub-app. */
@@ -44,12 +56,6 @@ export function describeValidationIssues(issues: readonly ZodIssueLike[]): strin
   });
   return parts.join('; ');
 }
-
-const validationHook: Hook<unknown, HonoEnv, string, unknown> = (result) => {
-  if (!result.success) {
-    throw new AppError(400, describeValidationIssues(result.error.issues as ZodIssueLike[]));
-  }
-};
 
 const defaultMessages: Record<number, string> = {
   400: 'bad request',
@@ -98,9 +104,11 @@ function guardRequest(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
       if (!JSON_CONTENT_TYPE.test(type)) {
         throw new AppError(400, 'the request body must be JSON with Content-Type: application/json');
       }
-      // Read once, bounded; the zod validator then parses it from Hono's body cache, which holds
-      // promises at run time although its type says otherwise (pinned by the body-limit tests).
-      c.req.bodyCache.text = Promise.resolve(await readBodyText(c, MAX_BODY_BYTES)) as unknown as string;
+      // Read once, bounded. Hono's body cache gets it too, so `c.req.text()`/`json()` still work
+      // after the stream is spent (the cache holds promises at run time, whatever its type says).
+      const text = await readBodyText(c, MAX_BODY_BYTES);
+      c.set('bodyText', text);
+      c.req.bodyCache.text = Promise.resolve(text) as unknown as string;
     }
     await next();
   };
@@ -213,7 +221,7 @@ function forgetCachedKeys(): MiddlewareHandler<HonoEnv> {
     try {
       await next();
     } finally {
-      c.var.deps.authCache?.invalidateAll();
+      c.get('deps').authCache?.invalidateAll();
     }
   };
 }
@@ -225,9 +233,10 @@ function forgetCachedKeys(): MiddlewareHandler<HonoEnv> {
 function dispatchAfterAction(): MiddlewareHandler<HonoEnv> {
   return async (c, next) => {
     await next();
-    if (c.res.status < 400 && c.var.caller) {
-      const { deps } = c.var;
-      const partnerAccountId = c.var.caller.accountId;
+    const caller = c.get('caller');
+    if (c.res.status < 400 && caller) {
+      const deps = c.get('deps');
+      const partnerAccountId = caller.accountId;
       deps.background('webhooks', () => dispatchNewEvents({ ctx: deps, input: { partnerAccountId } }));
     }
   };
@@ -235,7 +244,7 @@ function dispatchAfterAction(): MiddlewareHandler<HonoEnv> {
 
 function authenticate(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
   return async (c, next) => {
-    const args = { ctx: c.var.deps, input: { key: c.req.header('x-access-key') } };
+    const args = { ctx: c.get('deps'), input: { key: c.req.header('x-access-key') } };
     const caller = def.auth === 'partner' ? await authenticatePartner(args) : await authenticateKey(args);
     c.set('caller', caller);
     await next();
@@ -248,8 +257,9 @@ function authenticate(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
  */
 function partnerLimits(): MiddlewareHandler<HonoEnv> {
   return async (c, next) => {
-    const { rateLimiter } = c.var.deps;
-    const d = await rateLimiter.hit(c.var.caller.apiKeyId);
+    const deps = c.get('deps');
+    const caller = c.get('caller');
+    const d = await deps.rateLimiter.hit(caller.apiKeyId);
     const headers = {
       'RateLimit-Policy': `"partner";q=${d.limit};w=${d.windowSeconds}`,
       RateLimit: `"partner";r=${d.remaining};t=${d.resetSeconds}`,
@@ -260,7 +270,8 @@ function partnerLimits(): MiddlewareHandler<HonoEnv> {
         'Retry-After': String(d.resetSeconds),
       });
     }
-    await assertPoolHasIds({ ctx: c.var.deps, input: { accountId: c.var.caller.accountId } });
+    await assertPoolHasIds({ ctx: deps, input: { accountId: caller.accountId } });
+    // Hono's compose turns an error thrown further in into a response, so this runs for those too.
     await next();
     for (const [k, v] of Object.entries(headers)) c.header(k, v);
   };
@@ -268,13 +279,14 @@ function partnerLimits(): MiddlewareHandler<HonoEnv> {
 
 /** The verb context for a request on a partner route. */
 export function partnerCtx(c: Context<HonoEnv>): PartnerCtx {
-  return { ...c.var.deps, caller: c.var.caller };
+  return { ...c.get('deps'), caller: c.get('caller') };
 }
 
-/** One function's sub-app: method and content-type guard, authentication, then the route. */
-export function createFunctionApp(def: FunctionDefinition): FunctionApp {
-  const app = new OpenAPIHono<HonoEnv>({ defaultHook: validationHook });
-  app.onError(renderError);
+/** One function's sub-app: method and content-type guard, authentication, then the route. Mounted only by createApiServer, whose error handler it relies on. */
+function createFunctionApp(def: FunctionDefinition): FunctionApp {
+  // No onError here: the server's own renders every error. A sub-app with its own error handler
+  // makes Hono wrap each of its middlewares and its handler in a further compose() when mounted.
+  const app = new OpenAPIHono<HonoEnv>();
   app.use('/', guardRequest(def), authenticate(def));
   if (def.auth === 'partner' && !def.exemptFromPartnerLimits) app.use('/', partnerLimits());
   if (def.auth === 'partner' && def.method === 'POST') app.use('/', forgetCachedKeys(), dispatchAfterAction());
@@ -288,7 +300,7 @@ export function createFunctionApp(def: FunctionDefinition): FunctionApp {
  * entrypoint mounts just its own.
  */
 export function createApiServer(deps: CoreDeps, defs: FunctionDefinition[], opts: ServerOptions): FunctionApp {
-  const app = new OpenAPIHono<HonoEnv>({ defaultHook: validationHook });
+  const app = new OpenAPIHono<HonoEnv>();
   app.use('*', async (c, next) => {
     const incoming = c.req.header('x-request-id');
     const requestId = incoming && /^[\w.-]{1,100}$/.test(incoming) ? incoming : crypto.randomUUID();
