@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 /** A POST to create-child whose body is written in `parts`, with or without a Content-Length. */
-function post(parts: Buffer[], { chunked, type = 'application/json' }: { chunked: boolean; type?: string }) {
+function post(parts: Buffer[], { chunked, type = 'application/json', gapMs = 0 }: { chunked: boolean; type?: string; gapMs?: number }) {
   return new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
     const length = parts.reduce((n, p) => n + p.length, 0);
     const req = request(
@@ -50,8 +50,13 @@ function post(parts: Buffer[], { chunked, type = 'application/json' }: { chunked
       },
     );
     req.on('error', reject);
-    for (const p of parts) req.write(p);
-    req.end();
+    void (async () => {
+      for (const [i, p] of parts.entries()) {
+        if (i > 0 && gapMs) await new Promise((r) => setTimeout(r, gapMs));
+        req.write(p);
+      }
+      req.end();
+    })();
   });
 }
 
@@ -65,6 +70,53 @@ describe('request bodies on the Node host', () => {
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       expect(res.body).toMatchObject({ success: true, child: { name: 'Piecewise Ltd' } });
     }
+  });
+
+  it('waits for the rest of a body that is still arriving when the route starts', async () => {
+    for (const chunked of [false, true]) {
+      const body = json({ name: 'Slow Sender Ltd', domain: `slow-${chunked ? 'chunked' : 'sized'}.example` });
+      const res = await post([body.subarray(0, 10), body.subarray(10)], { chunked, gapMs: 60 });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body).toMatchObject({ child: { name: 'Slow Sender Ltd' } });
+    }
+  });
+
+  it('takes a body the parser already holds in one read, without subscribing, and still applies the limit', async () => {
+    // What Node's IncomingMessage looks like once the parser has the whole message.
+    const held = (bytes: Buffer) => {
+      const subscribed: string[] = [];
+      let buffered: Buffer | null = bytes;
+      const incoming = {
+        complete: true,
+        get readableLength() {
+          return buffered?.length ?? 0;
+        },
+        read() {
+          const all = buffered;
+          buffered = null;
+          return all;
+        },
+        on: (event: string) => void subscribed.push(event),
+        removeListener: () => undefined,
+      };
+      return { incoming, subscribed };
+    };
+    const send = (incoming: object) =>
+      env.app.fetch(
+        new Request('http://localhost/functions/v1/partner-create-child-key', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-access-key': key },
+          body: 'unused: the route must read the Node message',
+        }),
+        { incoming },
+      );
+    const ok = held(json({ name: 'Held Ltd', domain: 'held.example' }));
+    const created = await send(ok.incoming);
+    expect(created.status, await created.clone().text()).toBe(201);
+    expect(ok.subscribed).toEqual([]);
+    const big = held(json({ name: 'x'.repeat(MAX_BODY_BYTES), domain: 'held-big.example' }));
+    const refused = await send(big.incoming);
+    expect(refused.status).toBe(413);
   });
 
   it('refuses a declared length over the limit without reading, and a chunked body once it passes it', async () => {
