@@ -183,7 +183,7 @@ export async function run(): Promise<void> {
   // On Postgres the server is the production build in its own process, with the IP data it loads
   // itself (in-process hot cache, as `npm run serve` builds it without Redis); this process only
   // seeds. On PGlite the app runs here, so it gets the same waterfall here.
-  const env = await createTestEnv({ pool: 2, ...(process.env.DATABASE_URL ? {} : { ip: realIpDeps({ hotCache: true }) }) });
+  const env = await createTestEnv({ pool: 2, ...(process.env.DATABASE_URL ? {} : { ip: realIpDeps({ recent: true }) }) });
   try {
     const account = await seedDirectAccount(env.deps, 'Bench lookups');
     await grantCredits({ ctx: env.deps, input: { accountId: account.account_id, credits: 1000 } });

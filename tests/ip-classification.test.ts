@@ -312,17 +312,21 @@ describe('feed importers', () => {
   });
 });
 
-describe('in-process hot cache', () => {
-  it('honours TTLs and evicts the oldest entry past its bound', async () => {
-    const { createMemoryHotCache } = await import('@sightline/core');
+describe('recent results (this process)', () => {
+  it('serve an entry until its own expiry, and evict the least recently used past the bound', async () => {
+    const { createRecentResults } = await import('@sightline/core');
     let now = 0;
-    const cache = createMemoryHotCache(2, () => now);
-    await cache.set('a', '1', 10);
-    await cache.set('b', '2', 10);
-    await cache.set('c', '3', 10);
-    expect(await cache.get('a')).toBeNull();
-    expect(await cache.get('b')).toBe('2');
-    now = 10_001;
-    expect(await cache.get('c')).toBeNull();
+    const cache = createRecentResults<string>(2, () => now);
+    cache.set('a', '1', 10_000);
+    cache.set('b', '2', 10_000);
+    expect(cache.get('a')).toBe('1'); // a is now the most recently used
+    cache.set('c', '3', 5_000);
+    expect(cache.get('b')).toBeUndefined();
+    expect([cache.get('a'), cache.get('c'), cache.size]).toEqual(['1', '3', 2]);
+    now = 5_000;
+    expect(cache.get('c')).toBeUndefined();
+    expect(cache.get('a')).toBe('1');
+    cache.set('d', '4', 5_000); // already expired: not kept
+    expect([cache.get('d'), cache.size]).toEqual([undefined, 1]);
   });
 });

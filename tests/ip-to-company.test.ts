@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { grantCredits } from '@sightline/core';
+import { createRecentResults, grantCredits, type CachedVerdict, type IpDeps } from '@sightline/core';
 import { runOperatorCommand } from '@sightline/host';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { realIpDeps, tableProvider } from './support/ip.ts';
@@ -209,6 +209,38 @@ describe('ip-to-best-fit', () => {
   });
 });
 
+describe("this process's recent results", () => {
+  it('answer a repeat from memory, and only until the stored result expires', async () => {
+    let skew = 0;
+    const now = () => Date.now() + skew;
+    const local = await createTestEnv({ ip: async (db) => ({ ...(await realIpDeps()(db)), recent: createRecentResults<CachedVerdict>(100, now) }) });
+    try {
+      const a = await seedDirectAccount(local.deps, 'Recent');
+      await grantCredits({ ctx: local.deps, input: { accountId: a.account_id, credits: 20 } });
+      const ask = async () => (await call(local, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.10' } })).body;
+      expect(await ask()).toMatchObject({ cached: false, domain: 'apple.com' });
+      // Served from memory: the stored row is gone and nothing is charged.
+      await local.db`delete from ip_cache where account_id = ${a.account_id}`;
+      expect(await ask()).toMatchObject({ cached: true, domain: 'apple.com' });
+      expect((await local.db<{ b: number }>`select credit_balance as b from accounts where id = ${a.account_id}`)[0]?.b).toBe(15);
+
+      // Another replica (a fresh memory) takes the stored row's own expiry, an hour away here.
+      await call(local, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.11' } });
+      await local.db`update ip_cache set expires_at = now() + interval '1 hour' where account_id = ${a.account_id}`;
+      (local.deps.ip as IpDeps).recent = createRecentResults<CachedVerdict>(100, now);
+      expect(await ask()).toMatchObject({ cached: false }); // its row was deleted above: looked up afresh
+      const second = async () => (await call(local, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.11' } })).body;
+      expect(await second()).toMatchObject({ cached: true });
+      await local.db`delete from ip_cache where account_id = ${a.account_id} and ip = '17.253.144.11'`;
+      expect(await second()).toMatchObject({ cached: true });
+      skew = 3600_000 + 1000;
+      expect(await second()).toMatchObject({ cached: false });
+    } finally {
+      await local.close();
+    }
+  });
+});
+
 const redisUrl = process.env.REDIS_URL;
 describe.skipIf(!redisUrl)('Redis hot cache (REDIS_URL)', () => {
   it('serves a repeated lookup from Redis in front of Postgres', async () => {
@@ -230,9 +262,17 @@ describe.skipIf(!redisUrl)('Redis hot cache (REDIS_URL)', () => {
       await call(hot, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.10' } });
       const key = `sl:ip:ip-to-company:${a.account_id}:17.253.144.10`;
       expect(await redis.ttl(key)).toBeGreaterThan(6 * 24 * 3600);
+      // The value carries its expiry, so a replica that copies it into memory keeps it no longer.
+      const stored = JSON.parse((await redis.get(key)) ?? '{}') as { expires_at: number; result: Json };
+      expect(Math.abs(stored.expires_at - (Date.now() + 7 * 24 * 3600_000))).toBeLessThan(60_000);
+      expect(stored.result).toMatchObject({ domain: 'apple.com' });
       await hot.db`delete from ip_cache where account_id = ${a.account_id}`;
       const res = await call(hot, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.10' } });
       expect(res.body).toMatchObject({ cached: true, domain: 'apple.com' });
+      // A value this version cannot read is a miss, not an error.
+      await redis.set(key, '{"domain":"stale.example"}', 'EX', 60);
+      const fresh = await call(hot, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.10' } });
+      expect(fresh.body).toMatchObject({ cached: false, domain: 'apple.com' });
       await redis.del(key);
     } finally {
       await redis.quit();

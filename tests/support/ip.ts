@@ -1,8 +1,8 @@
-import { consensus, createMemoryHotCache, queryProviders, silentLogger, type Database, type EnrichmentProvider, type IpDeps, type IpProvider, type ProviderAnswer } from '@sightline/core';
+import { consensus, createRecentResults, queryProviders, silentLogger, type Database, type EnrichmentProvider, type IpDeps, type IpProvider, type ProviderAnswer } from '@sightline/core';
 import { buildIpDeps } from '@sightline/host';
 
 /** The real waterfall (shipped ASN and country data, layers from the test database) with chosen providers. */
-export function realIpDeps(opts: { providers?: IpProvider[]; enrichment?: EnrichmentProvider | null; timeoutMs?: number; hotCache?: boolean } = {}) {
+export function realIpDeps(opts: { providers?: IpProvider[]; enrichment?: EnrichmentProvider | null; timeoutMs?: number; recent?: boolean } = {}) {
   return (db: Database): Promise<IpDeps> =>
     buildIpDeps(db, silentLogger, {
       providers: opts.providers ?? [],
@@ -10,7 +10,7 @@ export function realIpDeps(opts: { providers?: IpProvider[]; enrichment?: Enrich
       providerTimeoutMs: opts.timeoutMs ?? 500,
       decide: (answers) => consensus(answers, { weights: {} }),
       query: queryProviders,
-      ...(opts.hotCache ? { hotCache: createMemoryHotCache() } : {}),
+      ...(opts.recent ? { recent: createRecentResults() } : {}),
     });
 }
 

@@ -1,7 +1,7 @@
 import {
   consensus,
   createIpapiIsProvider,
-  createMemoryHotCache,
+  createRecentResults,
   createIpinfoProvider,
   createPeopleDataLabsEnrichment,
   createSnitcherProvider,
@@ -67,7 +67,7 @@ export async function createIpStore(db: Sql, log: Logger): Promise<IpStore> {
 export async function buildIpDeps(
   db: Sql,
   log: Logger,
-  rest: Pick<IpDeps, 'providers' | 'providerTimeoutMs' | 'decide' | 'query' | 'enrichment' | 'hotCache'>,
+  rest: Pick<IpDeps, 'providers' | 'providerTimeoutMs' | 'decide' | 'query' | 'enrichment' | 'recent' | 'hotCache'>,
 ): Promise<IpDeps & { store: IpStore }> {
   const store = await createIpStore(db, log);
   const country = await openCountryReader();
@@ -98,7 +98,7 @@ export function providersFor(env: Env): { providers: IpProvider[]; enrichment: E
   return { providers, enrichment: env.PDL_API_KEY ? createPeopleDataLabsEnrichment({ apiKey: env.PDL_API_KEY }) : null };
 }
 
-/** A Redis hot cache in front of the Postgres result cache. */
+/** A Redis hot cache in front of the Postgres result cache, shared by the replicas. */
 export function redisHotCache(redis: Redis): NonNullable<IpDeps['hotCache']> {
   return {
     get: (key) => redis.get(key),
@@ -116,6 +116,7 @@ export async function ipDepsFor(env: Env, db: Sql, log: Logger, redis: Redis | u
     providerTimeoutMs: env.PROVIDER_TIMEOUT_MS,
     decide: (answers) => consensus(answers, { weights: env.PROVIDER_WEIGHTS }),
     query: queryProviders,
-    hotCache: redis ? redisHotCache(redis) : createMemoryHotCache(),
+    recent: createRecentResults(),
+    ...(redis ? { hotCache: redisHotCache(redis) } : {}),
   });
 }
