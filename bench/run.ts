@@ -7,6 +7,7 @@ const benches: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   consume: () => import('./consume.ts'),
   webhooks: () => import('./webhooks.ts'),
   ip: () => import('./ip.ts'),
+  caches: () => import('./caches.ts'),
 };
 
 async function main() {

@@ -1,5 +1,6 @@
 import type { Caller, Logger } from './context.ts';
 import type { Database, Sql } from './db.ts';
+import { BoundedLru } from './lru.ts';
 
 /**
  * Key records by keyed hash, so a lookup that repeats its key skips the database. Correctness rests
@@ -41,8 +42,7 @@ export interface AuthCacheOptions {
 }
 
 export function createAuthCache({ ttlMs, maxEntries, digest, now = Date.now }: AuthCacheOptions): AuthCache {
-  // Insertion order is eviction order: a hit moves its entry to the end (least recently used first).
-  const entries = new Map<string, { caller: Caller; expires: number }>();
+  const entries = new BoundedLru<{ caller: Caller; expires: number }>(maxEntries);
   let generation = 0;
   return {
     enabled: true,
@@ -55,21 +55,12 @@ export function createAuthCache({ ttlMs, maxEntries, digest, now = Date.now }: A
         entries.delete(hash);
         return undefined;
       }
-      entries.delete(hash);
-      entries.set(hash, e);
       return e.caller;
     },
     begin: () => generation,
     store(key, caller, from) {
       if (from !== generation || !this.enabled) return;
-      const hash = digest(key);
-      entries.delete(hash);
-      entries.set(hash, { caller, expires: now() + ttlMs });
-      while (entries.size > maxEntries) {
-        const oldest = entries.keys().next();
-        if (oldest.done) break;
-        entries.delete(oldest.value);
-      }
+      entries.set(digest(key), { caller, expires: now() + ttlMs });
     },
     invalidateAll() {
       generation++;
