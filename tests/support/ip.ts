@@ -1,17 +1,24 @@
 import { consensus, createRecentResults, queryProviders, silentLogger, type Database, type EnrichmentProvider, type IpDeps, type IpProvider, type ProviderAnswer } from '@sightline/core';
-import { buildIpDeps } from '@sightline/host';
+import { buildIpDeps, packageIpSources, type IpDataSources } from '@sightline/host';
 
 /** The real waterfall (shipped ASN and country data, layers from the test database) with chosen providers. */
-export function realIpDeps(opts: { providers?: IpProvider[]; enrichment?: EnrichmentProvider | null; timeoutMs?: number; recent?: boolean } = {}) {
+export function realIpDeps(
+  opts: { providers?: IpProvider[]; enrichment?: EnrichmentProvider | null; timeoutMs?: number; recent?: boolean; sources?: IpDataSources } = {},
+) {
   return (db: Database): Promise<IpDeps> =>
-    buildIpDeps(db, silentLogger, {
-      providers: opts.providers ?? [],
-      enrichment: opts.enrichment ?? null,
-      providerTimeoutMs: opts.timeoutMs ?? 500,
-      decide: (answers) => consensus(answers, { weights: {} }),
-      query: queryProviders,
-      ...(opts.recent ? { recent: createRecentResults() } : {}),
-    });
+    buildIpDeps(
+      db,
+      silentLogger,
+      {
+        providers: opts.providers ?? [],
+        enrichment: opts.enrichment ?? null,
+        providerTimeoutMs: opts.timeoutMs ?? 500,
+        decide: (answers) => consensus(answers, { weights: {} }),
+        query: queryProviders,
+        ...(opts.recent ? { recent: createRecentResults() } : {}),
+      },
+      opts.sources ?? packageIpSources,
+    );
 }
 
 /**

@@ -25,6 +25,7 @@ export * from './deps.ts';
 export * from './webhooks/events.ts';
 export * from './ip/local-data.ts';
 export * from './ip/ranges.ts';
+export * from './ip/snapshot.ts';
 export * from './ip/types.ts';
 export * from './ip/waterfall.ts';
 export * from './ip/importers.ts';

@@ -20,6 +20,7 @@ import {
 import { createStripeProcessor } from '@sightline/core/payments/stripe';
 import type { Redis } from 'ioredis';
 import { openPglite } from './db-pglite.ts';
+import { packageIpSources } from './ip-base.ts';
 import { ipDepsFor } from './ip-data.ts';
 import { createLogger } from './logger.ts';
 import { nodeHmacSha256Hex, nodeSha256Base64 } from './node-hmac.ts';
@@ -102,7 +103,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
     allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     rateLimiter: limiter,
     payments: paymentProcessorFor(env),
-    ...(env.IP_DATA ? { ip: await ipDepsFor(env, db, log, redis) } : {}),
+    ...(env.IP_DATA ? { ip: await ipDepsFor(env, db, log, redis, packageIpSources) } : {}),
     ...(auth ? { authCache: auth.cache } : {}),
   });
   return {

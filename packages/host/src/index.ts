@@ -7,4 +7,5 @@ export * from './server.ts';
 export * from './webhook-transport.ts';
 export * from './scheduler.ts';
 export * from './ip-data.ts';
+export * from './ip-base.ts';
 export * from './node-hmac.ts';

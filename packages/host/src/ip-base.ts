@@ -170,8 +170,12 @@ function nameAt(buf: Buffer, from: number, to: number): string {
 }
 
 /** The combined IPv4+IPv6 country database (an IPv4-only file answers wrongly for IPv6). */
+export const countryDatabaseFile = () => path.join(packageDir('@ip-location-db/geo-whois-asn-country-mmdb'), 'geo-whois-asn-country.mmdb');
+
 export async function openCountryReader(): Promise<Reader<CountryResponse & { country_code?: string }>> {
-  const file = path.join(packageDir('@ip-location-db/geo-whois-asn-country-mmdb'), 'geo-whois-asn-country.mmdb');
-  return maxmind.open<CountryResponse & { country_code?: string }>(file);
+  return maxmind.open<CountryResponse & { country_code?: string }>(countryDatabaseFile());
 }
 
+
+/** The Node host's data sources: the npm packages' files (see ip-data.ts). */
+export const packageIpSources = { base: readAsnBase, country: openCountryReader };

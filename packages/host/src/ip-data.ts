@@ -17,11 +17,37 @@ import {
   type OverlayRow,
   type RangeKind,
   type Sql,
+  type AsnBase,
+  decodeAsnSnapshot,
+  gunzip,
 } from '@sightline/core';
+import { Buffer } from 'node:buffer';
 import type { Redis } from 'ioredis';
-import { openCountryReader, readAsnBase } from './ip-base.ts';
+import { Reader, type CountryResponse } from 'maxmind';
 
-export { openCountryReader, readAsnBase };
+/**
+ * Where the shipped data comes from: the npm packages' files on the Node host (ip-base.ts), a
+ * snapshot shipped as static files on Supabase (edge-data.ts). This module imports neither, so the
+ * Deno entry points can use it.
+ */
+export interface IpDataSources {
+  base(): Promise<AsnBase>;
+  country(): Promise<{ get(ip: string): { country_code?: string } | null }>;
+}
+
+/** The files `npm run build:edge-data` writes (edge-data.ts) and snapshotIpSources reads. */
+export const EDGE_DATA_FILES = { asn: 'asn.bin.gz', country: 'country.mmdb.gz' } as const;
+
+/**
+ * Sources from a snapshot (edge-data.ts), for runtimes that cannot read the npm packages' files:
+ * the Supabase Edge Functions ship the two files as static files. `read` returns a file's bytes.
+ */
+export function snapshotIpSources(read: (name: string) => Promise<Uint8Array<ArrayBuffer>>): IpDataSources {
+  return {
+    base: async () => decodeAsnSnapshot(await gunzip(await read(EDGE_DATA_FILES.asn))),
+    country: async () => new Reader<CountryResponse & { country_code?: string }>(Buffer.from(await gunzip(await read(EDGE_DATA_FILES.country)))),
+  };
+}
 
 /** The imported and learned layers, from Postgres. */
 export async function readLayers(db: Sql) {
@@ -51,9 +77,9 @@ export interface IpStore {
   reload(): Promise<void>;
 }
 
-export async function createIpStore(db: Sql, log: Logger): Promise<IpStore> {
+export async function createIpStore(db: Sql, log: Logger, base: AsnBase): Promise<IpStore> {
   const started = performance.now();
-  let current = LocalIpData.fromBase(await readAsnBase(), await readLayers(db));
+  let current = LocalIpData.fromBase(base, await readLayers(db));
   log.info('local IP data loaded', { ms: Math.round(performance.now() - started), ...current.stats });
   return {
     data: () => current,
@@ -68,9 +94,10 @@ export async function buildIpDeps(
   db: Sql,
   log: Logger,
   rest: Pick<IpDeps, 'providers' | 'providerTimeoutMs' | 'decide' | 'query' | 'enrichment' | 'recent' | 'hotCache'>,
+  sources: IpDataSources,
 ): Promise<IpDeps & { store: IpStore }> {
-  const store = await createIpStore(db, log);
-  const country = await openCountryReader();
+  const [base, country] = await Promise.all([sources.base(), sources.country()]);
+  const store = await createIpStore(db, log, base);
   return {
     ...rest,
     store,
@@ -108,15 +135,26 @@ export function redisHotCache(redis: Redis): NonNullable<IpDeps['hotCache']> {
   };
 }
 
-export async function ipDepsFor(env: Env, db: Sql, log: Logger, redis: Redis | undefined): Promise<IpDeps & { store: IpStore }> {
+export async function ipDepsFor(
+  env: Env,
+  db: Sql,
+  log: Logger,
+  redis: Redis | undefined,
+  sources: IpDataSources,
+): Promise<IpDeps & { store: IpStore }> {
   const { providers, enrichment } = providersFor(env);
-  return buildIpDeps(db, log, {
+  return buildIpDeps(
+    db,
+    log,
+    {
     providers,
     enrichment,
     providerTimeoutMs: env.PROVIDER_TIMEOUT_MS,
     decide: (answers) => consensus(answers, { weights: env.PROVIDER_WEIGHTS }),
     query: queryProviders,
-    recent: createRecentResults(),
-    ...(redis ? { hotCache: redisHotCache(redis) } : {}),
-  });
+      recent: createRecentResults(),
+      ...(redis ? { hotCache: redisHotCache(redis) } : {}),
+    },
+    sources,
+  );
 }

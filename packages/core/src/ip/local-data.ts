@@ -133,6 +133,14 @@ const MIXED = 15;
 /** /20 cells at or above this point to a block of /24 cells. */
 const SUB = 16;
 
+/** The shipped network-owner data: owners as columns, and their IPv4 and IPv6 ranges. */
+export interface AsnBase {
+  /** Owner i is AS asns[i], named names[i]; range values are owner indexes. */
+  owners: { asns: Int32Array; names: string[] };
+  asn4: Ipv4Index;
+  asn6: Ipv6Index;
+}
+
 /** Until the first bulk classification builds the table. */
 const EMPTY_TOP = new Uint32Array(0);
 
@@ -165,7 +173,7 @@ export class LocalIpData {
    * allocating no row objects) plus the imported layers.
    */
   static fromBase(
-    base: { owners: { asns: Int32Array; names: string[] }; asn4: Ipv4Index; asn6: Ipv6Index },
+    base: AsnBase,
     layers: Omit<LocalLayers, 'asn4' | 'asn6'> = {},
   ): LocalIpData {
     const owners = new Owners(base.owners.asns, base.owners.names);

@@ -171,6 +171,11 @@ export class Ipv4Index {
     return new Ipv4Index(starts.subarray(0, n), ends.subarray(0, n), values.subarray(0, n));
   }
 
+  /** The segments as parallel arrays (views, not copies), sorted and disjoint: for snapshots. */
+  arrays(): { starts: Uint32Array; ends: Uint32Array; values: Int32Array } {
+    return { starts: this.starts, ends: this.ends, values: this.values };
+  }
+
   static build(inputs: RangeInput<number>[]): Ipv4Index {
     const segs = flatten(inputs, 1, (a, b) => a - b, (a, b) => a + b);
     const starts = new Uint32Array(segs.length);
@@ -217,7 +222,7 @@ export class Ipv4Index {
 }
 
 const MASK64 = (1n << 64n) - 1n;
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+export const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** Compares two 128-bit numbers held as four 32-bit words, most significant first. */
 function compareWords(a: Uint32Array, b: Uint32Array): number {
@@ -316,6 +321,20 @@ export class Ipv6Index {
       done: () =>
         new Ipv6Index(idx.startHi.subarray(0, n), idx.startLo.subarray(0, n), idx.endHi.subarray(0, n), idx.endLo.subarray(0, n), idx.values.subarray(0, n)),
     };
+  }
+
+  /** The segments as parallel arrays (views, not copies), sorted and disjoint: for snapshots. */
+  arrays(): { startHi: BigUint64Array; startLo: BigUint64Array; endHi: BigUint64Array; endLo: BigUint64Array; values: Int32Array } {
+    return { startHi: this.startHi, startLo: this.startLo, endHi: this.endHi, endLo: this.endLo, values: this.values };
+  }
+
+  /** From arrays `arrays()` gave: sorted and disjoint already, so they are taken as they are. */
+  static fromArrays(a: ReturnType<Ipv6Index['arrays']>): Ipv6Index {
+    const n = a.values.length;
+    if (a.startHi.length !== n || a.startLo.length !== n || a.endHi.length !== n || a.endLo.length !== n) {
+      throw new Error('Ipv6Index.fromArrays: arrays of different lengths');
+    }
+    return new Ipv6Index(a.startHi, a.startLo, a.endHi, a.endLo, a.values);
   }
 
   static fromSegments(segs: { start: bigint; end: bigint; value: number }[]): Ipv6Index {

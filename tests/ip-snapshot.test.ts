@@ -1,0 +1,87 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeAsnSnapshot, encodeAsnSnapshot, gunzip, LocalIpData, parseIp, type AsnBase } from '@sightline/core';
+import { EDGE_DATA_FILES, openCountryReader, readAsnBase, snapshotIpSources } from '@sightline/host';
+import { buildEdgeData } from '../packages/host/src/edge-data.ts';
+
+/**
+ * The local IP data as the Supabase Edge Functions get it: `npm run build:edge-data` writes a
+ * snapshot of the shipped ASN data and the country database, gzipped, and the functions read them
+ * back. What they answer must be what the Node host answers from the npm packages' files.
+ */
+let base: AsnBase;
+let dir: string;
+let written: { file: string; bytes: number }[];
+beforeAll(async () => {
+  base = await readAsnBase();
+  dir = await mkdtemp(path.join(tmpdir(), 'sightline-edge-data-'));
+  written = await buildEdgeData(dir);
+}, 60_000);
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+const read = async (name: string) => new Uint8Array(await readFile(path.join(dir, name)));
+
+function randomV4(n: number): string[] {
+  let x = 0x2545f491;
+  return Array.from({ length: n }, () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    const v = x >>> 0;
+    return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+  });
+}
+
+describe('the edge data snapshot', () => {
+  it('decodes to exactly the arrays it was made from', () => {
+    const back = decodeAsnSnapshot(encodeAsnSnapshot(base));
+    expect(back.owners.names).toEqual(base.owners.names);
+    // Byte for byte (toEqual over half a million elements takes seconds).
+    const bytes = (a: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+    const same = (x: Record<string, ArrayBufferView>, y: Record<string, ArrayBufferView>) =>
+      Object.keys(y).every((k) => x[k] !== undefined && bytes(x[k]).equals(bytes(y[k] as ArrayBufferView)));
+    expect(bytes(back.owners.asns).equals(bytes(base.owners.asns))).toBe(true);
+    expect(same(back.asn4.arrays(), base.asn4.arrays())).toBe(true);
+    expect(same(back.asn6.arrays(), base.asn6.arrays())).toBe(true);
+    expect(back.asn4.arrays().values.length).toBeGreaterThan(400_000);
+  });
+
+  it('answers like the package files, IPv4 and IPv6, country included', async () => {
+    const sources = snapshotIpSources(read);
+    const [fromSnapshot, country] = await Promise.all([sources.base(), sources.country()]);
+    const ours = LocalIpData.fromBase(fromSnapshot);
+    const theirs = LocalIpData.fromBase(base);
+    const reference = await openCountryReader();
+    const v6 = ['2a00:1450:4001:800::200e', '2606:4700::6810:84e5', '2001:67c:2e8:22::c100:68b', '2620:0:862:ed1a::1', '2c0f:fb50::1'];
+    for (const ip of [...randomV4(20_000), '17.253.144.10', '8.8.8.8', ...v6]) {
+      const parsed = parseIp(ip);
+      if (!parsed) throw new Error(ip);
+      expect(ours.lookup(parsed), ip).toEqual(theirs.lookup(parsed));
+      expect(country.get(ip)?.country_code ?? null, ip).toBe(reference.get(ip)?.country_code ?? null);
+    }
+    expect(country.get('17.253.144.10')?.country_code).toBe('US');
+  });
+
+  it('fits the Edge Functions’ 20 MB with room for the code: under 10 MB together', () => {
+    expect(written.map((w) => path.basename(w.file)).sort()).toEqual(Object.values(EDGE_DATA_FILES).sort());
+    expect(written.reduce((n, w) => n + w.bytes, 0)).toBeLessThan(10_000_000);
+  });
+
+  it('refuses a snapshot that is not one, is cut short, or names an owner it does not have', async () => {
+    const good = encodeAsnSnapshot(base);
+    const wrongMagic = good.slice();
+    wrongMagic[0] = 0;
+    expect(() => decodeAsnSnapshot(wrongMagic)).toThrow(/magic/);
+    expect(() => decodeAsnSnapshot(good.subarray(0, good.length - 100))).toThrow(/length|cut short|names/);
+    // The first IPv4 owner index sits right after the two IPv4 arrays.
+    const n4 = base.asn4.arrays().values.length;
+    const at = (17 + 20 + 7) & ~7; // magic + header, 8-aligned
+    const bad = good.slice();
+    new DataView(bad.buffer).setInt32(at + 2 * ((n4 * 4 + 7) & ~7), 1 << 30, true);
+    expect(() => decodeAsnSnapshot(bad)).toThrow(/unknown owner/);
+    // And what the build wrote is a gzipped snapshot of the same data.
+    expect(decodeAsnSnapshot(await gunzip(await read(EDGE_DATA_FILES.asn))).asn4.arrays().values.length).toBe(n4);
+  });
+});
