@@ -5,11 +5,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '@sightline/core';
+import { grantCredits, migrate } from '@sightline/core';
 import { loadMigrations, openPglite } from '@sightline/host';
+import { buildEdgeData } from '../packages/host/src/edge-data.ts';
 import { call, createTestEnv, envForDatabase, TEST_SECRET, type Json, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
-import { seedPartner } from './support/seed.ts';
+import { seedDirectAccount, seedPartner } from './support/seed.ts';
 
 /**
  * The Supabase entrypoints run the same core under Deno, where modules resolve through npm:
@@ -51,10 +52,10 @@ function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
   });
 }
 
-async function startDeno(dbEnv: { DATABASE_URL: string } | { PGLITE_DIR: string }): Promise<DenoServer> {
+async function startDeno(dbEnv: ({ DATABASE_URL: string } | { PGLITE_DIR: string }) & { IP_DATA_DIR: string }): Promise<DenoServer> {
   // Only the database the test chose may reach the child, never one inherited from the shell.
   const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !['DATABASE_URL', 'SUPABASE_DB_URL', 'PGLITE_DIR', 'PORT'].includes(k)),
+    Object.entries(process.env).filter(([k]) => !['DATABASE_URL', 'SUPABASE_DB_URL', 'PGLITE_DIR', 'PORT', 'REDIS_URL', 'IP_DATA_DIR'].includes(k)),
   );
   const child = spawn(DENO, ['run', '--allow-all', '--config', 'deno.json', SCRIPT], {
     cwd: ROOT,
@@ -142,8 +143,10 @@ async function fromDeno(server: DenoServer, init: { key?: string; method?: strin
 
 let env: TestEnv | undefined;
 let dataDir: string | undefined;
+let ipDataDir: string | undefined;
 let deno: DenoServer | undefined;
 let key = '';
+let lookupKey = '';
 
 /** The server beforeAll started; a test reaching here without one has nothing to compare against. */
 function running(): DenoServer {
@@ -167,18 +170,24 @@ beforeAll(async () => {
                  last_declined_at = '2024-03-05T06:07:08.123456Z'
                where account_id = ${partner.account_id}`;
   key = partner.key;
+  const direct = await seedDirectAccount(env.deps, 'Deno lookups');
+  await grantCredits({ ctx: env.deps, input: { accountId: direct.account_id, credits: 10 } });
+  lookupKey = direct.key;
+  // The IP data as the Supabase functions ship it (npm run build:edge-data), in a directory of its own.
+  ipDataDir = await mkdtemp(join(tmpdir(), 'sightline-deno-ip-data-'));
+  await buildEdgeData(ipDataDir);
   node.state = await fromNode(env, { key });
   node.noKey = await fromNode(env, {});
   node.post = await fromNode(env, { method: 'POST' });
   if (dataDir) {
     await env.close();
     env = undefined;
-    deno = await startDeno({ PGLITE_DIR: dataDir });
+    deno = await startDeno({ PGLITE_DIR: dataDir, IP_DATA_DIR: ipDataDir });
   } else {
     if (!env.url) throw new Error('createTestEnv returned no URL for a Postgres database');
-    deno = await startDeno({ DATABASE_URL: env.url });
+    deno = await startDeno({ DATABASE_URL: env.url, IP_DATA_DIR: ipDataDir });
   }
-});
+}, 120_000);
 
 afterAll(async () => {
   // Deno first: it holds connections to the database the Node env is about to drop.
@@ -187,6 +196,7 @@ afterAll(async () => {
   } finally {
     await env?.close();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    if (ipDataDir) await rm(ipDataDir, { recursive: true, force: true });
   }
 });
 
@@ -235,5 +245,28 @@ describe(`partner-pool-state under Deno (${usingPostgres ? 'Postgres' : 'embedde
     expect(res.allow).toContain('GET');
     expect(res.body.success).toBe(false);
     expect(res).toEqual(node.post);
+  });
+});
+
+describe('ip-to-company under Deno, from the edge data snapshot', () => {
+  const lookup = async (ip: string) => {
+    const res = await fetch(`${running().origin}/ip-to-company`, {
+      method: 'POST',
+      headers: { 'x-access-key': lookupKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ ip }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { status: res.status, body: (await res.json()) as Json };
+  };
+
+  it('identifies a company network and a VPN exit, IPv4 and IPv6, with the country, as the Node host does', async () => {
+    const apple = await lookup('17.253.144.10');
+    expect(apple.status, JSON.stringify(apple.body)).toBe(200);
+    expect(apple.body).toMatchObject({ identified: true, domain: 'apple.com', traffic_type: 'business', country_code: 'US', cached: false });
+    expect((await lookup('185.65.134.1')).body).toMatchObject({ traffic_type: 'vpn', vpn_provider: 'Mullvad', country_code: 'NL' });
+    const google6 = await lookup('2a00:1450:4001:800::200e');
+    expect(google6.body).toMatchObject({ traffic_type: 'hosting', country_code: expect.stringMatching(/^[A-Z]{2}$/) as unknown });
+    // The repeat is the stored result, and only the business match was charged.
+    expect((await lookup('17.253.144.10')).body).toMatchObject({ cached: true, domain: 'apple.com' });
   });
 });

@@ -16,6 +16,10 @@ describe('deployment layout', () => {
       `\\[functions\\.${name}\\]\\nverify_jwt = false\\nimport_map = "\\.\\./deno\\.json"\\nentrypoint = "\\./functions/${name}/index\\.ts"`,
     );
     expect(config).toMatch(section);
+    // A function that identifies IPs ships the edge data snapshot, and only such a function.
+    const staticFiles = new RegExp(`entrypoint = "\\./functions/${name}/index\\.ts"\\n(#[^\\n]*\\n)?static_files = \\["\\./functions/_shared/ip-data/\\*\\.gz"\\]`);
+    const usesIpData = allFunctions.find((f) => f.name === name)?.usesIpData === true;
+    expect(staticFiles.test(config), `${name} static_files`).toBe(usesIpData);
   });
 
   it('docs/openapi.json is the document generated from the route schemas (run `npm run openapi`)', async () => {

@@ -50,6 +50,7 @@ export const ipToBestFit: FunctionDefinition = {
   mount: 'functions',
   method: 'POST',
   auth: 'key',
+  usesIpData: true,
   register(app) {
     openapi(app, route, async (c) => {
       const body = c.req.valid('json');

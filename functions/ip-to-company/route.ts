@@ -48,6 +48,7 @@ export const ipToCompany: FunctionDefinition = {
   mount: 'functions',
   method: 'POST',
   auth: 'key',
+  usesIpData: true,
   register(app) {
     openapi(app, route, async (c) => {
       const v = await identifyIp({

@@ -1,5 +1,6 @@
 /**
- * Serves partner-pool-state (and, for request bodies under Deno, partner-create-child-key) the way
+ * Serves partner-pool-state (and, for request bodies under Deno, partner-create-child-key, and
+ * ip-to-company from the edge data snapshot in IP_DATA_DIR) the way
  * the supabase/functions entrypoints do, but on a port the caller can find and with a database the
  * caller chose, so tests/deno-smoke.test.ts can compare it with the Node host. Deno-only: excluded
  * from tsconfig and vitest on purpose.
@@ -7,6 +8,7 @@
  * Env: SIGHTLINE_SECRET; DATABASE_URL, or PGLITE_DIR for a PGlite data dir the test seeded (the
  * embedded default has no URL to hand over); PORT (default 0, i.e. any free port).
  */
+import { ipToCompany } from '../../functions/ip-to-company/route.ts';
 import { partnerCreateChildKey } from '../../functions/partner-create-child-key/route.ts';
 import { partnerPoolState } from '../../functions/partner-pool-state/route.ts';
 import { createApiServer } from '@sightline/core';
@@ -17,9 +19,9 @@ const pgliteDir = Deno.env.get('PGLITE_DIR');
 const port = Number(Deno.env.get('PORT') ?? '0');
 if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be 0-65535, got ${port}`);
 
-const deps = await buildDenoDeps(pgliteDir ? { db: await openPglite(pgliteDir) } : {});
-// Two functions on one server (each Supabase function serves one), so one Deno start covers both.
-const app = createApiServer(deps, [partnerPoolState, partnerCreateChildKey], { functionsPrefix: '' });
+const deps = await buildDenoDeps({ ...(pgliteDir ? { db: await openPglite(pgliteDir) } : {}), ipData: true });
+// Three functions on one server (each Supabase function serves one), so one Deno start covers them.
+const app = createApiServer(deps, [partnerPoolState, partnerCreateChildKey, ipToCompany], { functionsPrefix: '' });
 
 const server = Deno.serve(
   {

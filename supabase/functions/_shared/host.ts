@@ -16,6 +16,7 @@ import {
 } from '@sightline/core';
 import { createStripeProcessor } from '@sightline/core/payments/stripe';
 import { Redis } from 'ioredis';
+import { EDGE_DATA_FILES, ipDepsFor, snapshotIpSources } from '../../../packages/host/src/ip-data.ts';
 
 /** Supabase's runtime keeps an isolate alive for promises handed to waitUntil. */
 declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
@@ -69,6 +70,27 @@ export interface DenoHostOptions {
   db?: Database;
   /** Mount prefix for `functions` endpoints; '' behind the Supabase gateway. */
   functionsPrefix?: string;
+  /** Load the local IP data (the functions that identify IPs). */
+  ipData?: boolean;
+}
+
+/**
+ * The IP functions' local data: the snapshot `npm run build:edge-data` writes next to this file,
+ * which config.toml ships as their static files (IP_DATA_DIR overrides where it is read from).
+ * Without it the function still starts, logs why, and answers 503 to lookups.
+ */
+async function loadIpData(env: ReturnType<typeof parseEnv>, raw: Record<string, string>, db: Database, redis: Redis | undefined) {
+  const dir = raw.IP_DATA_DIR ? new URL(`${raw.IP_DATA_DIR.replace(/\/?$/, '/')}`, `file://${Deno.cwd()}/`) : new URL('./ip-data/', import.meta.url);
+  try {
+    for (const name of Object.values(EDGE_DATA_FILES)) await Deno.stat(new URL(name, dir));
+  } catch {
+    jsonLogger.error('IP data not found: run `npm run build:edge-data` before deploying; IP lookups answer 503', { dir: dir.href });
+    return undefined;
+  }
+  const started = Date.now();
+  const ip = await ipDepsFor(env, db, jsonLogger, redis, snapshotIpSources((name) => Deno.readFile(new URL(name, dir))));
+  jsonLogger.info('IP data loaded from the snapshot', { ms: Date.now() - started });
+  return ip;
 }
 
 export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDeps & { db: Database }> {
@@ -82,8 +104,10 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDep
     db = connectPostgres({ url: env.DATABASE_URL, max: env.DATABASE_POOL_MAX, prepare: env.DATABASE_PREPARE });
   }
   const policy = { limit: env.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 };
+  const redis = env.REDIS_URL ? new Redis(env.REDIS_URL) : undefined;
   // Without Redis each isolate counts alone; set REDIS_URL for one limit across the fleet.
-  const rateLimiter = env.REDIS_URL ? createRedisRateLimiter(new Redis(env.REDIS_URL), policy) : createMemoryRateLimiter(policy);
+  const rateLimiter = redis ? createRedisRateLimiter(redis, policy) : createMemoryRateLimiter(policy);
+  const ip = opts.ipData && env.IP_DATA ? await loadIpData(env, raw, db, redis) : undefined;
   return createCoreDeps({
     db,
     keyring: await createKeyring(env.SIGHTLINE_SECRET),
@@ -95,6 +119,7 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDep
     handOff: (p) => {
       if (typeof EdgeRuntime !== 'undefined') EdgeRuntime.waitUntil(p);
     },
+    ...(ip ? { ip } : {}),
   });
 }
 
@@ -126,7 +151,7 @@ export async function serveSweep(name: string, sweep: (deps: CoreDeps) => Promis
 
 /** What each supabase/functions/<name>/index.ts calls. */
 export async function serveFunction(def: FunctionDefinition): Promise<void> {
-  const deps = await buildDenoDeps();
+  const deps = await buildDenoDeps({ ipData: def.usesIpData === true });
   const app = createDenoApp(deps, def);
   Deno.serve(app.fetch);
 }

@@ -36,6 +36,8 @@ export interface FunctionDefinition {
    * (partner-pool-state is: it is how a partner finds out why everything else says 402).
    */
   exemptFromPartnerLimits?: boolean;
+  /** Identifies IPs: a host serving it alone (a Supabase function) loads the local IP data. */
+  usesIpData?: boolean;
   register(app: FunctionApp): void;
 }
 
