@@ -166,6 +166,23 @@ describe('ip-to-company', () => {
     expect(company.body).toMatchObject({ identified: true, domain: 'widgets.example', company_name: 'Widgets plc' });
   });
 
+  it('an import run by another process (the CLI on another machine) reaches this one through the database', async () => {
+    // The CLI's own deps: the same database, no local IP data of its own to reload.
+    const cli = { ...env.deps, ip: undefined };
+    const feed = path.join(tmpdir(), `hosting-${process.pid}.txt`);
+    await writeFile(feed, '1.1.1.0/24\n');
+    const before = await lookup('1.1.1.7', (await seedDirectAccount(env.deps, 'Before')).key);
+    expect(before.body.traffic_type).not.toBe('vpn');
+    await runOperatorCommand(cli, 'import-ranges', { kind: 'vpn', file: feed, provider: 'Elsewhere VPN' });
+    // The notification arrives asynchronously; a fresh account each time, so no cached result answers.
+    let after: Json = {};
+    for (let i = 0; i < 50 && after.traffic_type !== 'vpn'; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      after = (await lookup('1.1.1.7', (await seedDirectAccount(env.deps, `After ${i}`)).key)).body;
+    }
+    expect(after).toMatchObject({ traffic_type: 'vpn', vpn_provider: 'Elsewhere VPN' });
+  });
+
   it.each([
     ['not an address', 'example.com'],
     ['an IPv4 with a leading zero', '01.2.3.4'],

@@ -95,6 +95,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
     env.AUTH_CACHE_TTL_SECONDS > 0
       ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS, digest: nodeSha256Base64, log })
       : undefined;
+  const ip = env.IP_DATA ? await ipDepsFor(env, db, log, redis, packageIpSources) : undefined;
   const deps = createCoreDeps({
     db,
     keyring,
@@ -103,7 +104,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
     allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     rateLimiter: limiter,
     payments: paymentProcessorFor(env),
-    ...(env.IP_DATA ? { ip: await ipDepsFor(env, db, log, redis, packageIpSources) } : {}),
+    ...(ip ? { ip } : {}),
     ...(auth ? { authCache: auth.cache } : {}),
   });
   return {
@@ -112,6 +113,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
       await deps.runner.drain();
       await webhooks.close();
       await auth?.unlisten();
+      await ip?.store.close();
       await redis?.quit();
       await db.close();
     },

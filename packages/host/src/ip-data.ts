@@ -17,6 +17,7 @@ import {
   type OverlayRow,
   type RangeKind,
   type Sql,
+  type Database,
   type AsnBase,
   decodeAsnSnapshot,
   gunzip,
@@ -73,25 +74,78 @@ export async function readLayers(db: Sql) {
 
 export interface IpStore {
   data(): LocalIpData;
-  /** Re-reads the imported and learned layers from Postgres. */
+  /**
+   * Re-reads the imported and learned layers from Postgres. Resolves once a read that began after
+   * the call is in place, so a caller sees its own committed change.
+   */
   reload(): Promise<void>;
+  /** Stops following the database's change notifications. */
+  close(): Promise<void>;
 }
 
-export async function createIpStore(db: Sql, log: Logger, base: AsnBase): Promise<IpStore> {
+/** What migration 0006's triggers notify when ip_ranges or ip_companies change. */
+export const IP_DATA_CHANGED_CHANNEL = 'sl_ip_data_changed';
+
+/**
+ * The local data, kept current: whoever changes the imported or learned layers (an operator import
+ * run from another machine, a record another replica learned) commits, the database announces it,
+ * and every process reloads. It listens before the first read, so nothing committed after that
+ * read can be missed, and reloads whenever its listening connection comes back (notifications sent
+ * while it was away are lost).
+ */
+export async function createIpStore(db: Database, log: Logger, base: AsnBase): Promise<IpStore> {
   const started = performance.now();
-  let current = LocalIpData.fromBase(base, await readLayers(db));
+  let current: LocalIpData | undefined;
+  let missed = false;
+  let inFlight: Promise<void> | undefined;
+  let queued: Promise<void> | undefined;
+  const load = async () => {
+    const layers = await readLayers(db);
+    current = (current as LocalIpData).withLayers(layers);
+  };
+  const reload = (): Promise<void> => {
+    if (!inFlight) {
+      inFlight = load().finally(() => {
+        inFlight = undefined;
+      });
+      return inFlight;
+    }
+    // The read in progress may predate the caller's change: one more after it serves every caller
+    // that arrives meanwhile.
+    queued ??= inFlight
+      .catch(() => undefined)
+      .then(() => {
+        queued = undefined;
+        return reload();
+      });
+    return queued;
+  };
+  const follow = () => {
+    if (!current) {
+      missed = true;
+      return;
+    }
+    reload().catch((err: unknown) => log.warn('local IP data reload failed', { error: err instanceof Error ? err.message : String(err) }));
+  };
+  let listening = false;
+  const listener = await db.listen(IP_DATA_CHANGED_CHANNEL, follow, () => {
+    // The first call is the initial LISTEN, before the first read; later ones are reconnects.
+    if (listening) follow();
+    listening = true;
+  });
+  current = LocalIpData.fromBase(base, await readLayers(db));
+  if (missed) await reload();
   log.info('local IP data loaded', { ms: Math.round(performance.now() - started), ...current.stats });
   return {
-    data: () => current,
-    async reload() {
-      current = current.withLayers(await readLayers(db));
-    },
+    data: () => current as LocalIpData,
+    reload,
+    close: () => listener.unlisten(),
   };
 }
 
 /** Everything the waterfall needs except the providers and consensus, which the caller chooses. */
 export async function buildIpDeps(
-  db: Sql,
+  db: Database,
   log: Logger,
   rest: Pick<IpDeps, 'providers' | 'providerTimeoutMs' | 'decide' | 'query' | 'enrichment' | 'recent' | 'hotCache'>,
   sources: IpDataSources,
@@ -137,7 +191,7 @@ export function redisHotCache(redis: Redis): NonNullable<IpDeps['hotCache']> {
 
 export async function ipDepsFor(
   env: Env,
-  db: Sql,
+  db: Database,
   log: Logger,
   redis: Redis | undefined,
   sources: IpDataSources,
