@@ -81,6 +81,20 @@ describe('the edge data snapshot', () => {
     const bad = good.slice();
     new DataView(bad.buffer).setInt32(at + 2 * ((n4 * 4 + 7) & ~7), 1 << 30, true);
     expect(() => decodeAsnSnapshot(bad)).toThrow(/unknown owner/);
+    // A count far past the file is refused before anything is allocated for it.
+    const huge = good.slice();
+    new DataView(huge.buffer).setUint32(17 + 4, 0x7fffffff, true); // the IPv6 count
+    expect(() => decodeAsnSnapshot(huge)).toThrow(/cut short/);
+    // IPv6 ranges must be in order: swap the first two starts.
+    const n6 = base.asn6.arrays().values.length;
+    const v6At = at + 3 * ((n4 * 4 + 7) & ~7); // start-high array
+    const swapped = good.slice();
+    const view = new DataView(swapped.buffer);
+    const [a, b] = [view.getBigUint64(v6At, true), view.getBigUint64(v6At + 8, true)];
+    view.setBigUint64(v6At, b, true);
+    view.setBigUint64(v6At + 8, a, true);
+    expect(n6).toBeGreaterThan(2);
+    expect(() => decodeAsnSnapshot(swapped)).toThrow(/IPv6/);
     // And what the build wrote is a gzipped snapshot of the same data.
     expect(decodeAsnSnapshot(await gunzip(await read(EDGE_DATA_FILES.asn))).asn4.arrays().values.length).toBe(n4);
   });

@@ -226,6 +226,27 @@ describe('ip-to-best-fit', () => {
   });
 });
 
+describe('the stored result', () => {
+  it('stands until it expires: a second first lookup is charged but returns, and leaves, the first', async () => {
+    const a = await seedDirectAccount(env.deps, 'Racing replicas');
+    await grantCredits({ ctx: env.deps, input: { accountId: a.account_id, credits: 10 } });
+    const charge = async (domain: string, cost: number) => {
+      const [row] = await env.db<{ balance: number; result: string; ttl_ms: number }>`
+        select balance, result::text as result, ttl_ms from sl_charge_lookup(${a.account_id}, 'ip-to-company', '203.0.113.9'::inet, ${cost},
+          ${JSON.stringify({ domain })}::text::jsonb, '7 days'::interval)`;
+      return { balance: row?.balance, domain: (JSON.parse(row?.result ?? '{}') as { domain?: string }).domain, ttl: row?.ttl_ms ?? 0 };
+    };
+    expect(await charge('first.example', 5)).toMatchObject({ balance: 5, domain: 'first.example' });
+    const second = await charge('second.example', 5);
+    expect(second).toMatchObject({ balance: 0, domain: 'first.example' });
+    expect(Math.abs(second.ttl - 7 * 24 * 3600_000)).toBeLessThan(60_000);
+    // Once expired, the next result replaces it.
+    await env.db`update ip_cache set created_at = now() - interval '8 days', expires_at = now() - interval '1 second'
+                 where account_id = ${a.account_id}`;
+    expect(await charge('third.example', 0)).toMatchObject({ balance: 0, domain: 'third.example' });
+  });
+});
+
 describe("this process's recent results", () => {
   it('answer a repeat from memory, and only until the stored result expires', async () => {
     let skew = 0;
@@ -275,9 +296,9 @@ describe.skipIf(!redisUrl)('Redis hot cache (REDIS_URL)', () => {
     });
     try {
       const a = await seedDirectAccount(hot.deps, 'Hot');
-      await grantCredits({ ctx: hot.deps, input: { accountId: a.account_id, credits: 10 } });
+      await grantCredits({ ctx: hot.deps, input: { accountId: a.account_id, credits: 20 } });
       await call(hot, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.10' } });
-      const key = `sl:ip:ip-to-company:${a.account_id}:17.253.144.10`;
+      const key = `sl:ip:v2:ip-to-company:${a.account_id}:17.253.144.10`;
       expect(await redis.ttl(key)).toBeGreaterThan(6 * 24 * 3600);
       // The value carries its expiry, so a replica that copies it into memory keeps it no longer.
       const stored = JSON.parse((await redis.get(key)) ?? '{}') as { expires_at: number; result: Json };
@@ -286,6 +307,10 @@ describe.skipIf(!redisUrl)('Redis hot cache (REDIS_URL)', () => {
       await hot.db`delete from ip_cache where account_id = ${a.account_id}`;
       const res = await call(hot, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.10' } });
       expect(res.body).toMatchObject({ cached: true, domain: 'apple.com' });
+      // A value past its own expiry is a miss, whatever Redis's TTL says.
+      await redis.set(key, JSON.stringify({ expires_at: Date.now() - 1000, result: { domain: 'stale.example' } }), 'EX', 60);
+      expect((await call(hot, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.10' } })).body).toMatchObject({ domain: 'apple.com' });
+      await hot.db`delete from ip_cache where account_id = ${a.account_id}`;
       // A value this version cannot read is a miss, not an error.
       await redis.set(key, '{"domain":"stale.example"}', 'EX', 60);
       const fresh = await call(hot, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.10' } });

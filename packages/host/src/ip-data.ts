@@ -93,7 +93,7 @@ export const IP_DATA_CHANGED_CHANNEL = 'sl_ip_data_changed';
  * read can be missed, and reloads whenever its listening connection comes back (notifications sent
  * while it was away are lost).
  */
-export async function createIpStore(db: Database, log: Logger, base: AsnBase): Promise<IpStore> {
+export async function createIpStore(db: Database, log: Logger, base: AsnBase, opts: { follow: boolean } = { follow: true }): Promise<IpStore> {
   const started = performance.now();
   let current: LocalIpData | undefined;
   let missed = false;
@@ -120,7 +120,7 @@ export async function createIpStore(db: Database, log: Logger, base: AsnBase): P
       });
     return queued;
   };
-  const follow = () => {
+  const onChange = () => {
     if (!current) {
       missed = true;
       return;
@@ -128,18 +128,22 @@ export async function createIpStore(db: Database, log: Logger, base: AsnBase): P
     reload().catch((err: unknown) => log.warn('local IP data reload failed', { error: err instanceof Error ? err.message : String(err) }));
   };
   let listening = false;
-  const listener = await db.listen(IP_DATA_CHANGED_CHANNEL, follow, () => {
-    // The first call is the initial LISTEN, before the first read; later ones are reconnects.
-    if (listening) follow();
-    listening = true;
-  });
+  const listener = opts.follow
+    ? await db.listen(IP_DATA_CHANGED_CHANNEL, onChange, () => {
+        // The first call is the initial LISTEN, before the first read; later ones are reconnects.
+        if (listening) onChange();
+        listening = true;
+      })
+    : undefined;
   current = LocalIpData.fromBase(base, await readLayers(db));
   if (missed) await reload();
   log.info('local IP data loaded', { ms: Math.round(performance.now() - started), ...current.stats });
   return {
     data: () => current as LocalIpData,
     reload,
-    close: () => listener.unlisten(),
+    close: async () => {
+      await listener?.unlisten();
+    },
   };
 }
 
@@ -149,9 +153,10 @@ export async function buildIpDeps(
   log: Logger,
   rest: Pick<IpDeps, 'providers' | 'providerTimeoutMs' | 'decide' | 'query' | 'enrichment' | 'recent' | 'hotCache'>,
   sources: IpDataSources,
+  opts: { follow: boolean } = { follow: true },
 ): Promise<IpDeps & { store: IpStore }> {
   const [base, country] = await Promise.all([sources.base(), sources.country()]);
-  const store = await createIpStore(db, log, base);
+  const store = await createIpStore(db, log, base, opts);
   return {
     ...rest,
     store,
@@ -195,6 +200,7 @@ export async function ipDepsFor(
   log: Logger,
   redis: Redis | undefined,
   sources: IpDataSources,
+  opts: { follow: boolean } = { follow: true },
 ): Promise<IpDeps & { store: IpStore }> {
   const { providers, enrichment } = providersFor(env);
   return buildIpDeps(
@@ -210,5 +216,6 @@ export async function ipDepsFor(
       ...(redis ? { hotCache: redisHotCache(redis) } : {}),
     },
     sources,
+    opts,
   );
 }

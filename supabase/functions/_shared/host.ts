@@ -77,7 +77,9 @@ export interface DenoHostOptions {
 /**
  * The IP functions' local data: the snapshot `npm run build:edge-data` writes next to this file,
  * which config.toml ships as their static files (IP_DATA_DIR overrides where it is read from).
- * Without it the function still starts, logs why, and answers 503 to lookups.
+ * Without it, or with one that does not decode, the function still starts, logs why, and answers
+ * 503 to lookups. It does not LISTEN for imports (an isolate is short-lived and would hold a
+ * connection each, as with the auth cache): imports reach it at its next cold start.
  */
 async function loadIpData(env: ReturnType<typeof parseEnv>, raw: Record<string, string>, db: Database, redis: Redis | undefined) {
   const dir = raw.IP_DATA_DIR ? new URL(`${raw.IP_DATA_DIR.replace(/\/?$/, '/')}`, `file://${Deno.cwd()}/`) : new URL('./ip-data/', import.meta.url);
@@ -88,9 +90,14 @@ async function loadIpData(env: ReturnType<typeof parseEnv>, raw: Record<string, 
     return undefined;
   }
   const started = Date.now();
-  const ip = await ipDepsFor(env, db, jsonLogger, redis, snapshotIpSources((name) => Deno.readFile(new URL(name, dir))));
-  jsonLogger.info('IP data loaded from the snapshot', { ms: Date.now() - started });
-  return ip;
+  try {
+    const ip = await ipDepsFor(env, db, jsonLogger, redis, snapshotIpSources((name) => Deno.readFile(new URL(name, dir))), { follow: false });
+    jsonLogger.info('IP data loaded from the snapshot', { ms: Date.now() - started });
+    return ip;
+  } catch (err) {
+    jsonLogger.error('IP data could not be loaded; IP lookups answer 503', { dir: dir.href, error: err instanceof Error ? err.message : String(err) });
+    return undefined;
+  }
 }
 
 export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDeps & { db: Database }> {

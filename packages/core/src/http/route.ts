@@ -17,13 +17,18 @@ type Schema = ZodType<unknown>;
  * refused a non-JSON Content-Type and read the body, so what is left is to parse and check it.
  */
 export function openapi<R extends RouteConfig>(app: FunctionApp, route: R, handler: RouteHandler<R, HonoEnv>): void {
+  // What our functions declare is all this checks; anything else would go unchecked, so refuse it.
+  const unsupported = (['params', 'headers', 'cookies'] as const).filter((k) => route.request?.[k]);
+  if (unsupported.length || route.middleware || route.hide) {
+    throw new Error(`${route.method} ${route.path}: openapi() does not handle ${[...unsupported, route.middleware ? 'middleware' : '', route.hide ? 'hide' : ''].filter(Boolean).join(', ')}`);
+  }
   app.openAPIRegistry.registerPath(route);
   const media = route.request?.body?.content?.['application/json'];
-  const body = media && 'schema' in media ? (media.schema as Schema) : undefined;
+  const schema: unknown = media && 'schema' in media ? media.schema : undefined;
+  const body = typeof (schema as Partial<Schema> | undefined)?.safeParse === 'function' ? (schema as Schema) : undefined;
   if (route.request?.body && !body) throw new Error(`${route.method} ${route.path}: a request body must be an application/json zod schema`);
   const query = route.request?.query as Schema | undefined;
-  const path = route.path.replaceAll(/\/{(.+?)}/g, '/:$1');
-  app.on(route.method.toUpperCase(), path, validateInput(body, query), handler as unknown as Handler<HonoEnv>);
+  app.on(route.method.toUpperCase(), route.path, validateInput(body, query), handler as unknown as Handler<HonoEnv>);
 }
 
 function validateInput(body: Schema | undefined, query: Schema | undefined): MiddlewareHandler<HonoEnv> {

@@ -58,13 +58,16 @@ export function decodeAsnSnapshot(bytes: Uint8Array): AsnBase {
   const bad = (why: string) => new Error(`not a readable ASN snapshot: ${why}`);
   if (bytes.length < MAGIC.length + HEADER_WORDS * 4 || MAGIC.some((b, i) => bytes[i] !== b)) throw bad('wrong magic line');
   const header = new DataView(bytes.buffer, bytes.byteOffset + MAGIC.length, HEADER_WORDS * 4);
-  const [n4, n6, nOwners, nameBytes] = [0, 1, 2, 3].map((i) => header.getUint32(i * 4, true)) as [number, number, number, number];
+  const [n4, n6, nOwners, nameBytes, reserved] = [0, 1, 2, 3, 4].map((i) => header.getUint32(i * 4, true)) as [number, number, number, number, number];
+  if (reserved !== 0) throw bad('unknown header flags');
   let at = align8(MAGIC.length + HEADER_WORDS * 4);
-  // Copies into fresh arrays: the bytes may sit at any offset, and typed views need alignment.
-  const take = <T extends Typed>(make: new (n: number) => T, n: number): T => {
+  // Copies into fresh arrays: the bytes may sit at any offset, and typed views need alignment. The
+  // size is checked before anything is allocated, so a wrong count cannot ask for gigabytes.
+  const take = <T extends Typed>(make: { new (n: number): T; BYTES_PER_ELEMENT: number }, n: number): T => {
+    const size = n * make.BYTES_PER_ELEMENT;
+    if (at + size > bytes.length) throw bad('cut short');
     const a = new make(n);
-    if (at + a.byteLength > bytes.length) throw bad('cut short');
-    new Uint8Array(a.buffer).set(bytes.subarray(at, at + a.byteLength));
+    new Uint8Array(a.buffer).set(bytes.subarray(at, at + size));
     at = align8(at + a.byteLength);
     return a;
   };
@@ -92,6 +95,17 @@ export function decodeAsnSnapshot(bytes: Uint8Array): AsnBase {
     next = end + 1;
   }
   for (const v of [values4, values6]) for (const owner of v) if (owner < 0 || owner >= nOwners) throw bad('a range names an unknown owner');
+  // IPv4 order follows from the encoding; IPv6 ranges are stored as they are, so check them.
+  for (let i = 0; i < n6; i++) {
+    const sh = startHi[i] as bigint;
+    const sl = startLo[i] as bigint;
+    const eh = endHi[i] as bigint;
+    if (sh > eh || (sh === eh && sl > (endLo[i] as bigint))) throw bad('an IPv6 range ends before it starts');
+    if (i > 0) {
+      const ph = endHi[i - 1] as bigint;
+      if (ph > sh || (ph === sh && (endLo[i - 1] as bigint) >= sl)) throw bad('IPv6 ranges out of order or overlapping');
+    }
+  }
   return {
     owners: { asns, names },
     asn4: Ipv4Index.fromSorted(gaps, lengths, values4, n4),

@@ -118,22 +118,25 @@ export async function identifyIp({
     };
   }
 
-  const cacheKey = `sl:ip:${input.operation}:${input.accountId}:${ip}`;
+  // v2: the shared cache holds `HotEntry` values (v1 held bare results, which a replica still on the
+  // old code would misread during a rolling deploy).
+  const cacheKey = `sl:ip:v2:${input.operation}:${input.accountId}:${ip}`;
   const recent = ipDeps.recent?.get(cacheKey);
   if (recent) return recent;
   const hot = await ipDeps.hotCache?.get(cacheKey).catch(() => null);
   const entry = hot ? hotEntry(hot) : null;
-  if (entry) {
+  if (entry && entry.expires_at > Date.now()) {
     const hit = frozenHit(entry.result);
     ipDeps.recent?.set(cacheKey, hit, entry.expires_at);
     return hit;
   }
-  const [stored] = await ctx.db<{ result: string; expires_ms: number }>`
-    select result::text as result, (extract(epoch from expires_at) * 1000)::float8 as expires_ms from ip_cache
+  // The remaining lifetime in the database's clock, turned into an expiry in ours: no clock skew.
+  const [stored] = await ctx.db<{ result: string; ttl_ms: number }>`
+    select result::text as result, (extract(epoch from (expires_at - now())) * 1000)::float8 as ttl_ms from ip_cache
     where account_id = ${input.accountId} and operation = ${input.operation} and ip = ${ip}::inet and expires_at > now()`;
   if (stored) {
     const hit = frozenHit(JSON.parse(stored.result) as Verdict);
-    ipDeps.recent?.set(cacheKey, hit, stored.expires_ms);
+    ipDeps.recent?.set(cacheKey, hit, Date.now() + stored.ttl_ms);
     return hit;
   }
 
@@ -186,14 +189,20 @@ export async function identifyIp({
   }
 
   const cost = costOf(input.operation, verdict);
-  await sqlCall(
-    () => ctx.db`select sl_charge_lookup(${input.accountId}, ${input.operation}, ${ip}::inet, ${cost},
+  // The row as stored: a concurrent first lookup of the same IP may have stored its result first,
+  // and that one stands until it expires (migration 0007), so the caches copy it, not ours.
+  const [kept] = await sqlCall(
+    () => ctx.db<{ result: string; ttl_ms: number }>`
+      select result::text as result, ttl_ms from sl_charge_lookup(${input.accountId}, ${input.operation}, ${ip}::inet, ${cost},
                                           ${JSON.stringify(verdict)}::text::jsonb, ${`${CACHE_TTL_SECONDS} seconds`}::interval)`,
   );
-  const expiresAt = Date.now() + CACHE_TTL_SECONDS * 1000;
-  ipDeps.recent?.set(cacheKey, frozenHit(verdict), expiresAt);
-  const shared: HotEntry = { expires_at: expiresAt, result: verdict };
-  await ipDeps.hotCache?.set(cacheKey, JSON.stringify(shared), CACHE_TTL_SECONDS).catch(() => undefined);
+  if (kept) {
+    const result = JSON.parse(kept.result) as Verdict;
+    const expiresAt = Date.now() + kept.ttl_ms;
+    ipDeps.recent?.set(cacheKey, frozenHit(result), expiresAt);
+    const shared: HotEntry = { expires_at: expiresAt, result };
+    await ipDeps.hotCache?.set(cacheKey, JSON.stringify(shared), Math.ceil(kept.ttl_ms / 1000)).catch(() => undefined);
+  }
   return { ...verdict, cached: false };
 }
 
