@@ -76,8 +76,12 @@ function classOf(asn: number, name: string): TrafficType | null {
 
 /** The class of a network from its ASN (curated) or its organisation name (rules); null = a business. */
 export function classifyNetwork(asn: number, name: string): Omit<Owner, 'asn' | 'name'> {
+  return describeOwner(asn, name, classOf(asn, name));
+}
+
+/** An owner's details around a class already worked out (classOf). */
+function describeOwner(asn: number, name: string, type: TrafficType | null): Omit<Owner, 'asn' | 'name'> {
   const curated = ASN_CLASSES.get(asn);
-  const type = classOf(asn, name);
   return {
     type,
     label: curated?.label ?? null,
@@ -106,7 +110,8 @@ class Owners {
   get(i: number): Owner {
     const asn = this.asns[i] as number;
     const name = this.names[i] as string;
-    return { asn, name, ...classifyNetwork(asn, name) };
+    // The class was worked out at load: a lookup does not run the name rules again.
+    return { asn, name, ...describeOwner(asn, name, VERDICTS[this.types[i] as number] ?? null) };
   }
 
   /** Per owner, the local verdict as an index into VERDICTS (0 = ask the providers). */
