@@ -83,19 +83,18 @@ export interface DenoHostOptions {
  */
 async function loadIpData(env: ReturnType<typeof parseEnv>, raw: Record<string, string>, db: Database, redis: Redis | undefined) {
   const dir = raw.IP_DATA_DIR ? new URL(`${raw.IP_DATA_DIR.replace(/\/?$/, '/')}`, `file://${Deno.cwd()}/`) : new URL('./ip-data/', import.meta.url);
-  try {
-    for (const name of Object.values(EDGE_DATA_FILES)) await Deno.stat(new URL(name, dir));
-  } catch {
-    jsonLogger.error('IP data not found: run `npm run build:edge-data` before deploying; IP lookups answer 503', { dir: dir.href });
-    return undefined;
-  }
   const started = Date.now();
   try {
     const ip = await ipDepsFor(env, db, jsonLogger, redis, snapshotIpSources((name) => Deno.readFile(new URL(name, dir))), { follow: false });
     jsonLogger.info('IP data loaded from the snapshot', { ms: Date.now() - started });
     return ip;
   } catch (err) {
-    jsonLogger.error('IP data could not be loaded; IP lookups answer 503', { dir: dir.href, error: err instanceof Error ? err.message : String(err) });
+    const missing = err instanceof Deno.errors.NotFound;
+    jsonLogger.error(missing ? 'IP data not found: run `npm run build:edge-data` before deploying; IP lookups answer 503' : 'IP data could not be loaded; IP lookups answer 503', {
+      dir: dir.href,
+      files: Object.values(EDGE_DATA_FILES),
+      error: err instanceof Error ? err.message : String(err),
+    });
     return undefined;
   }
 }

@@ -199,7 +199,6 @@ export function consensus(answers: ProviderAnswer[], opts: ConsensusOptions): Co
   };
 }
 
-/** confirmed ≥ 0.8, likely ≥ 0.5, otherwise unconfirmed. */
 /** A result that names no company, for the given reason. */
 export function unidentified(reason: string): ConsensusResult {
   return {
@@ -214,6 +213,7 @@ export function unidentified(reason: string): ConsensusResult {
   };
 }
 
+/** confirmed ≥ 0.8, likely ≥ 0.5, otherwise unconfirmed. */
 export function levelOf(confidence: number): ConfidenceLevel {
   if (confidence >= CONSENSUS_RULES.confirmed) return 'confirmed';
   if (confidence >= CONSENSUS_RULES.likely) return 'likely';

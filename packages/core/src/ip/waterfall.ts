@@ -88,8 +88,8 @@ async function balanceOf(ctx: CoreDeps, accountId: string): Promise<number> {
 
 /**
  * The waterfall, in order: invalid → 400; private/reserved → unknown (free); the account's 7-day
- * cache (this process's recent results, then Redis, then Postgres) → the stored result (no charge); local VPN/hosting/ISP/education/government → free answer;
- * a local business record → answered; otherwise the paid providers in parallel and consensus
+ * cache (this process's recent results, then Redis, then Postgres) → the stored result (no charge);
+ * local VPN/hosting/ISP/education/government → free answer; a local business record → answered; otherwise the paid providers in parallel and consensus
  * (402 before any provider call when the account cannot pay). A charge and the cache write are one
  * transaction; a confirmed provider answer is learned as a local record.
  */
@@ -121,24 +121,22 @@ export async function identifyIp({
   // v2: the shared cache holds `HotEntry` values (v1 held bare results, which a replica still on the
   // old code would misread during a rolling deploy).
   const cacheKey = `sl:ip:v2:${input.operation}:${input.accountId}:${ip}`;
+  /** Keeps a stored result in this process until its expiry; the copy is what a hit returns. */
+  const remember = (result: Verdict, expiresAt: number): CachedVerdict => {
+    const hit = frozenHit(result);
+    ipDeps.recent?.set(cacheKey, hit, expiresAt);
+    return hit;
+  };
   const recent = ipDeps.recent?.get(cacheKey);
   if (recent) return recent;
   const hot = await ipDeps.hotCache?.get(cacheKey).catch(() => null);
   const entry = hot ? hotEntry(hot) : null;
-  if (entry && entry.expires_at > Date.now()) {
-    const hit = frozenHit(entry.result);
-    ipDeps.recent?.set(cacheKey, hit, entry.expires_at);
-    return hit;
-  }
+  if (entry && entry.expires_at > Date.now()) return remember(entry.result, entry.expires_at);
   // The remaining lifetime in the database's clock, turned into an expiry in ours: no clock skew.
   const [stored] = await ctx.db<{ result: string; ttl_ms: number }>`
     select result::text as result, (extract(epoch from (expires_at - now())) * 1000)::float8 as ttl_ms from ip_cache
     where account_id = ${input.accountId} and operation = ${input.operation} and ip = ${ip}::inet and expires_at > now()`;
-  if (stored) {
-    const hit = frozenHit(JSON.parse(stored.result) as Verdict);
-    ipDeps.recent?.set(cacheKey, hit, Date.now() + stored.ttl_ms);
-    return hit;
-  }
+  if (stored) return remember(JSON.parse(stored.result) as Verdict, Date.now() + stored.ttl_ms);
 
   const country = ipDeps.countryOf(ip) ?? '';
   const local = ipDeps.data().lookup(parsed);
@@ -199,7 +197,7 @@ export async function identifyIp({
   if (kept) {
     const result = JSON.parse(kept.result) as Verdict;
     const expiresAt = Date.now() + kept.ttl_ms;
-    ipDeps.recent?.set(cacheKey, frozenHit(result), expiresAt);
+    remember(result, expiresAt);
     const shared: HotEntry = { expires_at: expiresAt, result };
     await ipDeps.hotCache?.set(cacheKey, JSON.stringify(shared), Math.ceil(kept.ttl_ms / 1000)).catch(() => undefined);
   }
