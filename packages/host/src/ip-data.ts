@@ -83,6 +83,11 @@ export interface IpStore {
   close(): Promise<void>;
 }
 
+export interface IpStoreOptions {
+  /** LISTEN for changes and reload (default); off where a process cannot hold a connection for it. */
+  follow?: boolean;
+}
+
 /** What migration 0006's triggers notify when ip_ranges or ip_companies change. */
 export const IP_DATA_CHANGED_CHANNEL = 'sl_ip_data_changed';
 
@@ -93,7 +98,7 @@ export const IP_DATA_CHANGED_CHANNEL = 'sl_ip_data_changed';
  * read can be missed, and reloads whenever its listening connection comes back (notifications sent
  * while it was away are lost).
  */
-export async function createIpStore(db: Database, log: Logger, base: AsnBase, opts: { follow: boolean } = { follow: true }): Promise<IpStore> {
+export async function createIpStore(db: Database, log: Logger, base: AsnBase, { follow = true }: IpStoreOptions = {}): Promise<IpStore> {
   const started = performance.now();
   let current: LocalIpData | undefined;
   let missed = false;
@@ -128,7 +133,7 @@ export async function createIpStore(db: Database, log: Logger, base: AsnBase, op
     reload().catch((err: unknown) => log.warn('local IP data reload failed', { error: err instanceof Error ? err.message : String(err) }));
   };
   let listening = false;
-  const listener = opts.follow
+  const listener = follow
     ? await db.listen(IP_DATA_CHANGED_CHANNEL, onChange, () => {
         // The first call is the initial LISTEN, before the first read; later ones are reconnects.
         if (listening) onChange();
@@ -153,7 +158,7 @@ export async function buildIpDeps(
   log: Logger,
   rest: Pick<IpDeps, 'providers' | 'providerTimeoutMs' | 'decide' | 'query' | 'enrichment' | 'recent' | 'hotCache'>,
   sources: IpDataSources,
-  opts: { follow: boolean } = { follow: true },
+  opts: IpStoreOptions = {},
 ): Promise<IpDeps & { store: IpStore }> {
   const [base, country] = await Promise.all([sources.base(), sources.country()]);
   const store = await createIpStore(db, log, base, opts);
@@ -200,7 +205,7 @@ export async function ipDepsFor(
   log: Logger,
   redis: Redis | undefined,
   sources: IpDataSources,
-  opts: { follow: boolean } = { follow: true },
+  opts: IpStoreOptions = {},
 ): Promise<IpDeps & { store: IpStore }> {
   const { providers, enrichment } = providersFor(env);
   return buildIpDeps(
