@@ -2,7 +2,9 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTestDatabase, usingPostgres, type TestDatabase } from './support/db.ts';
 import { admin, childEnv, REPO_ROOT, run, startHost, type StartedServer } from './support/process.ts';
 
 /**
@@ -97,5 +99,39 @@ describe('npm start on the embedded default', () => {
     expect(server.stdout()).not.toMatch(/demo partner/);
     const res = await fetch(`${base()}/partner-pool-state`, { headers: { 'x-access-key': demoKey } });
     expect(res.status).toBe(200);
+  });
+});
+
+/**
+ * A first `npm start` against an empty production database must not create a live partner and
+ * print its key: the demo partner belongs to the embedded default unless asked for.
+ */
+describe.skipIf(!usingPostgres)('npm start against an empty Postgres database', () => {
+  let database: TestDatabase | undefined;
+  afterAll(async () => database?.drop());
+
+  it('creates no demo partner unless DEMO_PARTNER=1', async () => {
+    database = await openTestDatabase({ pool: 1 });
+    await database.db.close();
+    const pgEnv = childEnv({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: database.url ?? '',
+      SIGHTLINE_SECRET: 'a-test-server-secret-of-at-least-32-chars',
+      IP_DATA: '0',
+    });
+    const plain = await startHost(pgEnv);
+    await plain.stop();
+    expect(plain.stdout()).not.toMatch(/demo partner|sl_[0-9A-Za-z]{38}/);
+    const sql = postgres(database.url ?? '', { max: 1, onnotice: () => {} });
+    try {
+      expect((await sql`select count(*)::int as n from accounts`)[0]?.n).toBe(0);
+      const asked = await startHost({ ...pgEnv, DEMO_PARTNER: '1' });
+      await asked.stop();
+      expect(asked.stdout()).toMatch(/demo partner/);
+      expect((await sql`select count(*)::int as n from accounts where is_partner`)[0]?.n).toBe(1);
+    } finally {
+      await sql.end();
+    }
   });
 });

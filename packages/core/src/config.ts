@@ -66,8 +66,16 @@ export const EnvSchema = z.object({
   AUTH_CACHE_MAX_KEYS: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
   /** Load the local IP databases at start (set 0 for a partner-API-only process). */
   IP_DATA: flag.default(true),
-  /** Create and print a demo partner on an empty database (npm start). */
-  DEMO_PARTNER: flag.default(true),
+  /**
+   * Create and print a demo partner on an empty database. Unset means: on the embedded default
+   * only. A live partner with a printed key must never appear on a production database because
+   * someone ran `npm start` against it first; set 1 to ask for one there.
+   */
+  DEMO_PARTNER: z
+    .enum(['0', '1', 'true', 'false'])
+    .optional()
+    .or(z.literal('').transform(() => undefined))
+    .transform((v) => (v === undefined ? undefined : v === '1' || v === 'true')),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 

@@ -34,7 +34,8 @@ async function main() {
   }
 
   let demo: { key: string } | undefined;
-  if (env.DEMO_PARTNER && (await isEmptyDatabase({ ctx: deps, input: {} }))) {
+  const wantDemo = env.DEMO_PARTNER ?? embedded;
+  if (wantDemo && (await isEmptyDatabase({ ctx: deps, input: {} }))) {
     demo = await createPartner({ ctx: deps, input: { name: 'Demo Partner', quota: 1000, topup: 100 } });
   }
 
