@@ -134,6 +134,12 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
       expect(((await res.json()) as { error: string }).error).toMatch(/UTF-8/);
     });
 
+    it('answers 400 for text Postgres cannot store (NUL), naming the field', async () => {
+      const res = await send(keys.partner, { rawBody: '{"probe":"a\\u0000b"}', headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatch(/^probe: must not contain NUL/);
+    });
+
     it('answers 400 for a JSON body that is not an object', async () => {
       const res = await send(keys.partner, { rawBody: '[1,2]', headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(400);

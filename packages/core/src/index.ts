@@ -6,6 +6,7 @@ export * from './errors.ts';
 export * from './config.ts';
 export * from './http/app.ts';
 export * from './http/route.ts';
+export * from './http/storable-text.ts';
 export * from './net/ip.ts';
 export * from './net/webhook-destination.ts';
 export * from './verbs/auth.ts';

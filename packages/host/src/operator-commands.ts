@@ -9,6 +9,7 @@ import {
   createDirectKey,
   createPartner,
   creditTopup,
+  findUnstorableText,
   grantCredits,
   parseCidrList,
   parseCloudRanges,
@@ -19,6 +20,7 @@ import {
   rollOverDuePeriods,
   setBilling,
   settleInvoice,
+  UNSTORABLE_TEXT_MESSAGE,
   type CoreDeps,
 } from '@sightline/core';
 import { z } from 'zod';
@@ -247,6 +249,8 @@ export async function runOperatorCommand(
 ): Promise<unknown> {
   if (!isOperatorCommand(name)) throw new AppError(400, `unknown command ${name}; commands:\n${operatorUsage}`);
   const cmd = commands[name];
+  const unstorable = findUnstorableText(flags);
+  if (unstorable) throw new AppError(400, `--${unstorable} ${UNSTORABLE_TEXT_MESSAGE}`);
   const parsed = cmd.schema.strict().safeParse(flags);
   if (!parsed.success) {
     const msg = parsed.error.issues.map((i) => i.message).join('; ');

@@ -3,6 +3,7 @@ import type { Handler, MiddlewareHandler } from 'hono';
 import type { ZodType } from 'zod';
 import { AppError } from '../errors.ts';
 import { describeValidationIssues, type FunctionApp, type HonoEnv } from './app.ts';
+import { findUnstorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.ts';
 
 type Schema = ZodType<unknown>;
 
@@ -53,6 +54,9 @@ function validateInput(body: Schema | undefined, query: Schema | undefined): Mid
 }
 
 function checked(schema: Schema, value: unknown): object {
+  // Before the schema, once for every field of every route, so no text field can forget it.
+  const unstorable = findUnstorableText(value);
+  if (unstorable) throw new AppError(400, `${unstorable}: ${UNSTORABLE_TEXT_MESSAGE}`);
   const result = schema.safeParse(value);
   if (!result.success) throw new AppError(400, describeValidationIssues(result.error.issues));
   return result.data as object;
