@@ -1,6 +1,6 @@
-import { serve } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
 import { parseEnv } from '@sightline/core';
-import { buildHostDeps, createHostApp } from '@sightline/host';
+import { allowedMethodsAt, buildHostDeps, createHostApp, createNodeServer } from '@sightline/host';
 
 /**
  * The server the HTTP benches measure, built with `npm run build`'s bundler and run under plain
@@ -12,8 +12,9 @@ const env = parseEnv(process.env);
 const deps = await buildHostDeps(env);
 const app = createHostApp(deps);
 app.get('/bench/bare', (c) => c.json({ success: true }));
-serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST }, (info) => {
-  process.stdout.write(`bench server listening on http://localhost:${info.port}\n`);
+const server = createNodeServer({ fetch: app.fetch, log: deps.log, allowedMethods: allowedMethodsAt });
+server.listen(env.PORT, env.HOST, () => {
+  process.stdout.write(`bench server listening on http://localhost:${(server.address() as AddressInfo).port}\n`);
 });
 process.on('SIGTERM', () => {
   void deps.close().finally(() => process.exit(0));

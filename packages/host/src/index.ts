@@ -4,6 +4,7 @@ export * from './logger.ts';
 export * from './migrations.ts';
 export * from './operator-commands.ts';
 export * from './server.ts';
+export * from './node-server.ts';
 export * from './webhook-transport.ts';
 export * from './scheduler.ts';
 export * from './ip-data.ts';

@@ -1,10 +1,11 @@
-import { serve } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
 import { AppError, createPartner, isEmptyDatabase, parseEnv, rollOverDuePeriods, sweepWebhookDeliveries } from '@sightline/core';
 import { buildHostDeps } from './deps.ts';
+import { createNodeServer } from './node-server.ts';
 import { runOperatorCommand } from './operator-commands.ts';
 import { removeRuntimeFile, tokensEqual, writeRuntimeFile } from './runtime-file.ts';
 import { startScheduler } from './scheduler.ts';
-import { createHostApp, FUNCTIONS_PREFIX } from './server.ts';
+import { allowedMethodsAt, createHostApp, FUNCTIONS_PREFIX } from './server.ts';
 
 /** `npm start`: one process serving every function, on PGlite unless DATABASE_URL is set. */
 async function main() {
@@ -39,7 +40,9 @@ async function main() {
     demo = await createPartner({ ctx: deps, input: { name: 'Demo Partner', quota: 1000, topup: 100 } });
   }
 
-  const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST }, async (info) => {
+  const server = createNodeServer({ fetch: app.fetch, log: deps.log, allowedMethods: allowedMethodsAt });
+  server.listen(env.PORT, env.HOST, async () => {
+    const info = server.address() as AddressInfo;
     if (embedded) operatorToken = (await writeRuntimeFile(env.DATA_DIR, info.port)).token;
     const base = `http://localhost:${info.port}${FUNCTIONS_PREFIX}`;
     const lines = [

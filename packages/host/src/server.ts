@@ -1,4 +1,4 @@
-import { createApiServer, MAX_BODY_BYTES, type CoreDeps, type FunctionApp } from '@sightline/core';
+import { BODY_TIMEOUT_MS, createApiServer, MAX_BODY_BYTES, type CoreDeps, type FunctionApp } from '@sightline/core';
 import { allFunctions } from '../../../functions/index.ts';
 
 export const FUNCTIONS_PREFIX = '/functions/v1';
@@ -23,22 +23,25 @@ export function openApiDocument(app: FunctionApp) {
     servers: [{ url: 'http://localhost:8787', description: 'npm start' }],
     security: [{ AccessKey: [] }],
   });
-  // Every POST passes the same body guard (http/app.ts), so its 413 is stated once, here.
+  // Every POST passes the same body guard (http/app.ts), so its 408 and 413 are stated once, here.
+  const bodyGuard = {
+    '408': `Request body still incomplete ${BODY_TIMEOUT_MS / 1000} s after the headers (the connection is closed)`,
+    '413': `Request body over ${MAX_BODY_BYTES} bytes`,
+  };
   for (const item of Object.values(doc.paths ?? {})) {
     const post = item?.post;
-    if (post?.responses && !post.responses['413']) {
-      post.responses['413'] = {
-        description: `Request body over ${MAX_BODY_BYTES} bytes`,
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      };
+    for (const [status, description] of Object.entries(bodyGuard)) {
+      if (post?.responses && !post.responses[status]) {
+        post.responses[status] = { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      }
     }
   }
   return doc;
 }
 
 /** Every function mounted the way the spec addresses it, plus /healthz and /openapi.json. */
-export function createHostApp(deps: CoreDeps): FunctionApp {
-  const app = createApiServer(deps, allFunctions, { functionsPrefix: FUNCTIONS_PREFIX });
+export function createHostApp(deps: CoreDeps, opts: { bodyTimeoutMs?: number } = {}): FunctionApp {
+  const app = createApiServer(deps, allFunctions, { functionsPrefix: FUNCTIONS_PREFIX, ...opts });
   const doc = openApiDocument(app);
   app.get('/openapi.json', (c) => c.json(doc));
   app.get('/healthz', async (c) => {
@@ -46,4 +49,11 @@ export function createHostApp(deps: CoreDeps): FunctionApp {
     return c.json({ success: true, status: 'ok' });
   });
   return app;
+}
+
+/** The methods a path of this host answers to (the Allow header of a 405), if it is a function's. */
+export function allowedMethodsAt(pathname: string): string | undefined {
+  const def = allFunctions.find((f) => pathname === `${f.mount === 'functions' ? FUNCTIONS_PREFIX : ''}/${f.name}`);
+  if (!def) return undefined;
+  return def.method === 'GET' ? 'GET, HEAD' : def.method;
 }

@@ -44,7 +44,16 @@ export interface FunctionDefinition {
 export interface ServerOptions {
   /** Where `functions` endpoints live: `/functions/v1` on the Node host, `` behind the Supabase gateway. */
   functionsPrefix: string;
+  /** How long a request body may take to arrive once its headers have (default BODY_TIMEOUT_MS). */
+  bodyTimeoutMs?: number;
 }
+
+/**
+ * Bodies are at most 64 KiB: one still arriving after this is stalled (a Content-Length larger
+ * than what is sent, a client that went quiet), and holding it would hold a connection for as long
+ * as Node's request timeout. It is answered 408 and the connection closed.
+ */
+export const BODY_TIMEOUT_MS = 10_000;
 
 type ZodIssueLike = { path: PropertyKey[]; message: string; code?: string };
 
@@ -93,7 +102,7 @@ export function renderError(err: unknown, c: Context<HonoEnv>): Response {
 // agree (a looser test here let `application/json ;x` through to the validator's 415).
 const JSON_CONTENT_TYPE = /^application\/([a-z-.]+\+)?json(;\s*[a-zA-Z0-9-]+=([^;]+))*$/i;
 
-function guardRequest(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
+function guardRequest(def: FunctionDefinition, bodyTimeoutMs: number): MiddlewareHandler<HonoEnv> {
   const allowed = def.method === 'GET' ? ['GET', 'HEAD'] : [def.method];
   return async (c, next) => {
     if (!allowed.includes(c.req.method)) {
@@ -108,7 +117,7 @@ function guardRequest(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
       }
       // Read once, bounded. Hono's body cache gets it too, so `c.req.text()`/`json()` still work
       // after the stream is spent (the cache holds promises at run time, whatever its type says).
-      const text = await readBodyText(c, MAX_BODY_BYTES);
+      const text = await readBodyText(c, MAX_BODY_BYTES, bodyTimeoutMs);
       c.set('bodyText', text);
       c.req.bodyCache.text = Promise.resolve(text) as unknown as string;
     }
@@ -139,12 +148,16 @@ function nodeIncoming(env: unknown): NodeIncoming | undefined {
 /** A client that hangs up mid-body made the mistake; it is not a server error worth a stack trace. */
 const cutOff = () => new AppError(400, 'the request body was cut off before it ended');
 
+/** `Connection: close`: the rest of a stalled body may still come, and must not be read as a next request. */
+const stalled = (ms: number) =>
+  new AppError(408, `the request body did not arrive within ${ms / 1000} s`, {}, { Connection: 'close' });
+
 /**
  * Node: data/end events, which cost less per request than an async iterator over the stream. Every
  * way the stream can stop settles the promise: end, error (a reset), and close without an end (an
  * abort whose error nobody was listening for yet).
  */
-function readNodeBody(incoming: NodeIncoming, limit: number, tooLarge: () => AppError): Promise<Uint8Array[]> {
+function readNodeBody(incoming: NodeIncoming, limit: number, timeoutMs: number, tooLarge: () => AppError): Promise<Uint8Array[]> {
   if (incoming.readableEnded) return Promise.resolve([]);
   if (incoming.destroyed) return Promise.reject(cutOff());
   const chunks: Uint8Array[] = [];
@@ -162,7 +175,9 @@ function readNodeBody(incoming: NodeIncoming, limit: number, tooLarge: () => App
     if (!incoming.readableLength) return Promise.resolve(chunks);
   }
   return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => finish(stalled(timeoutMs)), timeoutMs);
     const finish = (err?: AppError) => {
+      clearTimeout(timer);
       incoming.removeListener('data', onData);
       incoming.removeListener('end', onEnd);
       incoming.removeListener('error', onError);
@@ -190,7 +205,7 @@ function readNodeBody(incoming: NodeIncoming, limit: number, tooLarge: () => App
  * the raw IncomingMessage: going through the WHATWG Request instead builds an undici Request, an
  * AbortController and a web stream per call, which cost more than the rest of a cached lookup.
  */
-async function readBodyText(c: Context<HonoEnv>, limit: number): Promise<string> {
+async function readBodyText(c: Context<HonoEnv>, limit: number, timeoutMs: number): Promise<string> {
   const tooLarge = () => new AppError(413, `the request body must be at most ${limit} bytes`);
   const declared = Number(c.req.header('content-length') ?? '0');
   if (declared > limit) throw tooLarge();
@@ -198,16 +213,29 @@ async function readBodyText(c: Context<HonoEnv>, limit: number): Promise<string>
   let chunks: Uint8Array[] = [];
   let size = 0;
   if (incoming) {
-    chunks = await readNodeBody(incoming, limit, tooLarge);
+    chunks = await readNodeBody(incoming, limit, timeoutMs, tooLarge);
     for (const chunk of chunks) size += chunk.byteLength;
   } else {
-    // Web streams are async-iterable on Node 20 and Deno; the DOM typings do not say so.
-    const body = c.req.raw.body as unknown as AsyncIterable<Uint8Array> | null;
-    for await (const chunk of body ?? []) {
-      size += chunk.byteLength;
-      if (size > limit) throw tooLarge();
-      chunks.push(chunk);
+    const reader = c.req.raw.body?.getReader();
+    let timedOut = false;
+    // Cancelling makes the pending read() settle as done, so the loop ends; the flag tells a stall
+    // from the body's real end.
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void reader?.cancel().catch(() => undefined);
+    }, timeoutMs);
+    try {
+      for (;;) {
+        const next = reader ? await reader.read() : { done: true as const, value: undefined };
+        if (next.done) break;
+        size += next.value.byteLength;
+        if (size > limit) throw tooLarge();
+        chunks.push(next.value);
+      }
+    } finally {
+      clearTimeout(timer);
     }
+    if (timedOut) throw stalled(timeoutMs);
   }
   const bytes = chunks.length === 1 ? (chunks[0] as Uint8Array) : concatBytes(chunks, size);
   try {
@@ -301,11 +329,11 @@ export function partnerCtx(c: Context<HonoEnv>): PartnerCtx {
 }
 
 /** One function's sub-app: method and content-type guard, authentication, then the route. Mounted only by createApiServer, whose error handler it relies on. */
-function createFunctionApp(def: FunctionDefinition): FunctionApp {
+function createFunctionApp(def: FunctionDefinition, bodyTimeoutMs: number): FunctionApp {
   // No onError here: the server's own renders every error. A sub-app with its own error handler
   // makes Hono wrap each of its middlewares and its handler in a further compose() when mounted.
   const app = new OpenAPIHono<HonoEnv>();
-  app.use('/', guardRequest(def), authenticate(def));
+  app.use('/', guardRequest(def, bodyTimeoutMs), authenticate(def));
   if (def.auth === 'partner' && !def.exemptFromPartnerLimits) app.use('/', partnerLimits());
   if (def.auth === 'partner' && def.method === 'POST') app.use('/', forgetCachedKeys(), dispatchAfterAction());
   def.register(app);
@@ -334,7 +362,7 @@ export function createApiServer(deps: CoreDeps, defs: FunctionDefinition[], opts
   app.notFound((c) => c.json({ success: false, error: `no endpoint at ${new URL(c.req.url).pathname}` }, 404));
   for (const def of defs) {
     const prefix = def.mount === 'functions' ? opts.functionsPrefix : '';
-    app.route(`${prefix}/${def.name}`, createFunctionApp(def));
+    app.route(`${prefix}/${def.name}`, createFunctionApp(def, opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS));
   }
   return app;
 }
