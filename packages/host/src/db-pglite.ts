@@ -9,8 +9,17 @@ function toText(strings: TemplateStringsArray): string {
   return strings.reduce((acc, part, i) => (i === 0 ? part : `${acc}$${i}${part}`), '');
 }
 
+/**
+ * PGlite runs each query synchronously on this thread and settles it as a microtask, so a loop of
+ * queries (an operator command, an import, a sweep) never gives the event loop a turn: HTTP
+ * requests, even ones that touch no data, wait until the loop ends. One macrotask turn before each
+ * query lets pending I/O in between.
+ */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 function wrap(pg: PgliteLike, root: boolean): Sql & { exec(script: string): Promise<void> } {
   const run = async <T extends object>(strings: TemplateStringsArray, ...values: SqlValue[]): Promise<T[]> => {
+    await turn();
     const result = await pg.query<T>(toText(strings), values);
     return result.rows;
   };

@@ -35,6 +35,12 @@ const bool = (name: string) =>
   z.enum(['true', 'false'], { message: `--${name} must be true or false` }).transform((v) => v === 'true');
 const uuid = (name: string) => z.guid({ message: `--${name} must be a uuid` });
 
+/**
+ * consume is a test and support tool, one identification at a time: a count in the millions would
+ * run for hours and hold the embedded database all that time.
+ */
+const MAX_CONSUME_COUNT = 10_000;
+
 const commands = {
   'create-partner': {
     usage: 'create-partner --name N [--billing prepaid|invoice_monthly] [--quota N] [--topup N] [--per-id-pence P] [--card pm_x]',
@@ -159,8 +165,11 @@ const commands = {
       settleInvoice({ ctx: deps, input: { invoiceId: (a as { 'invoice-id': string })['invoice-id'] } }),
   },
   consume: {
-    usage: 'consume --key-id K [--count N]   (use IDs as identifications would)',
-    schema: z.object({ 'key-id': uuid('key-id'), count: int('count').optional() }),
+    usage: `consume --key-id K [--count N]   (use IDs as identifications would; N at most ${MAX_CONSUME_COUNT})`,
+    schema: z.object({
+      'key-id': uuid('key-id'),
+      count: int('count').max(MAX_CONSUME_COUNT, `--count must be at most ${MAX_CONSUME_COUNT}`).optional(),
+    }),
     run: async (deps: CoreDeps, a: Record<string, unknown>) => {
       const f = a as { 'key-id': string; count?: number };
       const outcomes: Record<string, number> = {};
