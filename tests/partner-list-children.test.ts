@@ -107,9 +107,47 @@ describe('partner-list-children', () => {
     expect((res.body.children as Json[])[0]?.has_webhook).toBe(true);
   });
 
+  describe('pages (addition to the spec: limit and offset)', () => {
+    it('without limit or offset returns every child and no next_offset, as the spec describes', async () => {
+      const res = await list({ include_inactive: 'true' });
+      expect(res.body).not.toHaveProperty('next_offset');
+      expect((res.body.children as Json[]).length).toBeGreaterThanOrEqual(4);
+    });
+
+    it('walks every child exactly once, oldest first, ending with next_offset null', async () => {
+      const all = ((await list({ include_inactive: 'true' })).body.children as Json[]).map((c) => c.child_api_key_id);
+      const seen: unknown[] = [];
+      let offset: number | null = 0;
+      while (offset !== null) {
+        const res = await list({ include_inactive: 'true', limit: '2', offset: String(offset) });
+        expect(res.status).toBe(200);
+        const page = res.body.children as Json[];
+        expect(page.length).toBeLessThanOrEqual(2);
+        seen.push(...page.map((c) => c.child_api_key_id));
+        offset = res.body.next_offset as number | null;
+      }
+      expect(seen).toEqual(all);
+    });
+
+    it('an offset past the end is an empty last page', async () => {
+      expect((await list({ limit: '10', offset: '1000' })).body).toEqual({ success: true, children: [], next_offset: null });
+    });
+
+    it('offset alone skips without limiting', async () => {
+      const all = ((await list({ include_inactive: 'true' })).body.children as Json[]).map((c) => c.child_api_key_id);
+      const rest = await list({ include_inactive: 'true', offset: '1' });
+      expect((rest.body.children as Json[]).map((c) => c.child_api_key_id)).toEqual(all.slice(1));
+    });
+  });
+
   it.each([
     ['child_api_key_id is not a uuid', { child_api_key_id: 'abc' }, /child_api_key_id.*uuid/],
     ['include_inactive is not a boolean', { include_inactive: 'yes' }, /include_inactive.*true or false/],
+    ['limit is 0', { limit: '0' }, /limit: must be between 1 and 500/],
+    ['limit is over 500', { limit: '501' }, /limit: must be between 1 and 500/],
+    ['limit is not a number', { limit: 'ten' }, /limit: must be a number/],
+    ['offset is negative', { offset: '-1' }, /offset: must be 0 or more/],
+    ['offset is fractional', { offset: '1.5' }, /offset: must be a whole number/],
   ])('400 when %s', async (_l, query, message) => {
     const res = await list(query);
     expect(res.status).toBe(400);

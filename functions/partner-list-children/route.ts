@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { listChildren, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
-import { partnerErrors, QueryBoolean, Uuid } from '../_shared/schemas.ts';
+import { partnerErrors, QueryBoolean, Uuid, whenGiven } from '../_shared/schemas.ts';
 
 export const ListChildrenQuery = z.object({
   child_api_key_id: Uuid.optional().openapi({ description: 'Single-child lookup; `children` is empty if no match' }),
@@ -8,6 +8,20 @@ export const ListChildrenQuery = z.object({
     type: 'boolean',
     description: 'Also return suspended and revoked children',
   }),
+  limit: z.coerce
+    .number(whenGiven('must be a number'))
+    .int('must be a whole number')
+    .min(1, 'must be between 1 and 500')
+    .max(500, 'must be between 1 and 500')
+    .optional()
+    .openapi({ type: 'integer', description: 'Addition to the spec: page size, 1 to 500. Without limit and offset, every child is returned, as the spec describes' }),
+  offset: z.coerce
+    .number(whenGiven('must be a number'))
+    .int('must be a whole number')
+    .min(0, 'must be 0 or more')
+    .max(1_000_000, 'must be at most 1000000')
+    .optional()
+    .openapi({ type: 'integer', description: 'Addition to the spec: children to skip, in creation order (oldest first)' }),
 });
 
 export const ChildListing = z
@@ -28,7 +42,16 @@ export const ChildListing = z
   })
   .openapi('ChildListing');
 
-export const ListChildrenResponse = z.object({ success: z.literal(true), children: z.array(ChildListing) });
+export const ListChildrenResponse = z.object({
+  success: z.literal(true),
+  children: z.array(ChildListing),
+  next_offset: z
+    .number()
+    .int()
+    .nullable()
+    .optional()
+    .openapi({ description: 'Addition to the spec, present when `limit` was sent: the offset of the next page, or null on the last one' }),
+});
 export type ListChildrenResponse = z.infer<typeof ListChildrenResponse>;
 
 export const route = createRoute({
@@ -50,11 +73,11 @@ export const partnerListChildren: FunctionDefinition = {
   register(app) {
     openapi(app, route, async (c) => {
       const q = c.req.valid('query');
-      const children = await listChildren({
+      const { children, nextOffset } = await listChildren({
         ctx: partnerCtx(c),
-        input: { child_api_key_id: q.child_api_key_id, include_inactive: q.include_inactive ?? false },
+        input: { child_api_key_id: q.child_api_key_id, include_inactive: q.include_inactive ?? false, limit: q.limit, offset: q.offset },
       });
-      return c.json({ success: true as const, children }, 200);
+      return c.json({ success: true as const, children, ...(q.limit === undefined ? {} : { next_offset: nextOffset }) }, 200);
     });
   },
 };

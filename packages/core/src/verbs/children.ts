@@ -135,8 +135,14 @@ interface ChildRow {
 export async function listChildren({
   ctx,
   input,
-}: VerbArgs<{ child_api_key_id?: string | undefined; include_inactive: boolean }, PartnerCtx>): Promise<ChildListing[]> {
+}: VerbArgs<
+  { child_api_key_id?: string | undefined; include_inactive: boolean; limit?: number | undefined; offset?: number | undefined },
+  PartnerCtx
+>): Promise<{ children: ChildListing[]; nextOffset: number | null }> {
   const only = input.child_api_key_id ?? null;
+  const offset = input.offset ?? 0;
+  // One row past the page tells whether there is a next one, without a count over every child.
+  const fetch = input.limit === undefined ? null : input.limit + 1;
   const rows = await ctx.db<ChildRow>`
     select k.id as child_api_key_id, k.account_id as child_user_id, k.name, w.domain, w.tracking_script_id,
            k.status, k.created_at, s.monthly_id_quota, s.ids_used_this_period, s.topup_balance,
@@ -151,8 +157,11 @@ export async function listChildren({
     where k.parent_api_key_id = ${ctx.caller.apiKeyId}
       and (${only}::uuid is null or k.id = ${only}::uuid)
       and (${input.include_inactive} or k.status = 'active')
-    order by k.created_at, k.id`;
-  return rows.map((r) => ({
+    order by k.created_at, k.id
+    limit ${fetch}::int offset ${offset}::int`;
+  const more = input.limit !== undefined && rows.length > input.limit;
+  const page = more ? rows.slice(0, input.limit) : rows;
+  const children = page.map((r) => ({
     child_api_key_id: r.child_api_key_id,
     child_user_id: r.child_user_id,
     name: r.name ?? '(unnamed)',
@@ -167,4 +176,5 @@ export async function listChildren({
     sub_status: r.sub_status,
     has_webhook: r.has_webhook,
   }));
+  return { children, nextOffset: more ? offset + page.length : null };
 }
