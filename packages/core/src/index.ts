@@ -7,6 +7,7 @@ export * from './config.ts';
 export * from './http/app.ts';
 export * from './http/route.ts';
 export * from './http/storable-text.ts';
+export * from './net/bounded-body.ts';
 export * from './net/ip.ts';
 export * from './net/webhook-destination.ts';
 export * from './verbs/auth.ts';

@@ -2,15 +2,36 @@ import { badRequest } from '../errors.ts';
 import { forbiddenAddressClass, isLocalDevClass, parseIp } from './ip.ts';
 
 /**
+ * How much of a receiver's answer a transport reads: enough to show in an attempt log, and small
+ * enough that a receiver streaming an endless body costs us nothing. The rest is never read.
+ */
+export const RECEIVER_ANSWER_MAX_BYTES = 4 * 1024;
+
+/**
+ * The longest a transport lets a request wait for a connection — queued behind other requests to
+ * the same origin, then connecting — before failing it unsent as "no connection available". It runs
+ * before the receiver's `timeoutMs`, so an attempt takes at most this plus `timeoutMs`. 30 s lets a
+ * queue three rounds deep get through even when every receiver answer takes the full 10 s; anything
+ * that budgets a whole attempt (the delivery lease) must allow for it.
+ */
+export const WEBHOOK_CONNECTION_WAIT_MS = 30_000;
+
+/**
  * The outbound HTTP port for webhooks. Implementations never follow redirects and must refuse,
  * at connect time, host names that resolve to forbidden addresses (the DNS-rebinding gap);
  * IP-literal hosts are checked here before any connection because they skip DNS.
+ *
+ * `timeoutMs` is the receiver's time: it runs from when the request goes on the wire (not while
+ * it waits for a connection, which WEBHOOK_CONNECTION_WAIT_MS bounds) until the status and the
+ * first RECEIVER_ANSWER_MAX_BYTES of the body are in. Only that prefix is read and returned as
+ * `body` (UTF-8); a longer body is cancelled, closing its connection. A body that fails or stalls
+ * after the status arrived does not undo the status (`body` is then empty).
  */
 export interface WebhookTransport {
   request(
     url: string,
     init: { method: 'POST' | 'HEAD'; headers: Record<string, string>; body?: string; timeoutMs: number },
-  ): Promise<{ status: number }>;
+  ): Promise<{ status: number; body?: string }>;
 }
 
 export interface DestinationPolicy {

@@ -1,3 +1,4 @@
+import { readBodyTextPrefix } from '../../net/bounded-body.ts';
 import { parseIp } from '../../net/ip.ts';
 import { readObject, readString } from './normalise.ts';
 
@@ -23,19 +24,33 @@ export interface ProviderJson {
 }
 
 /**
+ * The largest answer we take from a provider. Their documented answers for one IP are a few KiB;
+ * a megabyte leaves room for verbose plans while keeping a broken or hostile endpoint from
+ * filling our memory.
+ */
+export const PROVIDER_ANSWER_MAX_BYTES = 1024 * 1024;
+
+/** What we read of an error or 404 body: enough for the provider's message, which is cut to 200 characters anyway. */
+const ERROR_BODY_MAX_BYTES = 4 * 1024;
+
+/**
  * One request to a provider through the global fetch (msw intercepts it in tests; Deno and Node both
  * have it). 404 is the documented "nothing known about this IP" of every provider here and resolves
- * null; any other non-2xx throws ProviderHttpError; a 2xx body that is not JSON throws.
+ * null; any other non-2xx throws ProviderHttpError; a 2xx body that is not JSON, or longer than
+ * PROVIDER_ANSWER_MAX_BYTES, throws — a failure of this provider, not of the lookup. No body is read
+ * past its cap: a short one is read to its end (the connection can be reused), a longer one is
+ * cancelled.
  */
 export async function fetchProviderJson(provider: string, url: URL, init: RequestInit & { signal: AbortSignal }): Promise<ProviderJson | null> {
   const res = await fetch(url, init);
   if (res.status === 404) {
-    // Drained rather than cancelled: undici can reuse the connection, and cancel() never settled under msw.
-    await res.text().catch(() => '');
+    // Read, not cancelled, when short: undici can then reuse the connection.
+    await readBodyTextPrefix(res, ERROR_BODY_MAX_BYTES).catch(() => null);
     return null;
   }
   if (!res.ok) throw new ProviderHttpError(provider, res.status, await errorDetail(res));
-  const text = await res.text();
+  const { text, complete } = await readBodyTextPrefix(res, PROVIDER_ANSWER_MAX_BYTES);
+  if (!complete) throw new Error(`${provider} answered HTTP ${res.status} with a body over ${PROVIDER_ANSWER_MAX_BYTES} bytes`);
   if (text.trim() === '') return { status: res.status, body: null };
   try {
     return { status: res.status, body: JSON.parse(text) as unknown };
@@ -58,11 +73,11 @@ export function assertIpLiteral(provider: string, ip: string): void {
 }
 
 // The provider's own words help whoever reads the failure list; they are cut short and never
-// include anything we sent.
+// include anything we sent. A body cut at its cap is not JSON, so its raw start is the detail.
 async function errorDetail(res: Response): Promise<string | null> {
   let text: string;
   try {
-    text = await res.text();
+    text = (await readBodyTextPrefix(res, ERROR_BODY_MAX_BYTES)).text;
   } catch {
     return null;
   }
