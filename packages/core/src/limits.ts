@@ -1,7 +1,8 @@
 /**
  * The API-wide rate limit: a fixed window per caller. Atomic in Redis (one Lua script; the clock is
  * Redis's TIME, so replicas with skewed clocks agree) or in-process without Redis. A refused request
- * is not counted, so hammering a closed window does not push the reset further away.
+ * is not counted, so hammering a closed window does not push the reset further away. While Redis
+ * cannot answer, the Redis limiter counts in-process instead (createRedisRateLimiter).
  */
 export interface RateLimitDecision {
   allowed: boolean;
@@ -75,14 +76,26 @@ end
 return {1, used, reset}
 `;
 
+/**
+ * One count per caller shared by every replica. When Redis fails to answer (down, unreachable, too
+ * slow: the client's timeouts bound the wait), the request is counted by an in-process limiter
+ * with the same policy instead: during an outage each replica enforces the limit on its own, so
+ * the fleet admits up to replicas × limit, rather than refusing or failing paying partners because
+ * a shared counter is down. Each request asks Redis first, so the shared count resumes with the
+ * first answer after the outage; what was counted locally meanwhile is not carried over. Failures
+ * are not logged here (that would be a line per request): the Redis client reports the outage
+ * once (host/src/redis.ts).
+ */
 export function createRedisRateLimiter(redis: RedisEval, policy: RateLimitPolicy, prefix = 'sl:rl:'): RateLimiter {
+  const local = createMemoryRateLimiter(policy);
   return {
     async hit(key) {
-      const out = (await redis.eval(FIXED_WINDOW_LUA, 1, `${prefix}${key}`, policy.windowSeconds, policy.limit)) as [
-        number,
-        number,
-        number,
-      ];
+      let out: [number, number, number];
+      try {
+        out = (await redis.eval(FIXED_WINDOW_LUA, 1, `${prefix}${key}`, policy.windowSeconds, policy.limit)) as [number, number, number];
+      } catch {
+        return local.hit(key);
+      }
       const [allowed, used, reset] = out;
       return {
         allowed: allowed === 1,

@@ -6,8 +6,6 @@ import {
   connectPostgres,
   createCoreDeps,
   createKeyring,
-  createMemoryRateLimiter,
-  createRedisRateLimiter,
   listenAuthCache,
   migrate,
   type CoreDeps,
@@ -15,16 +13,15 @@ import {
   type Env,
   type Logger,
   type PaymentProcessor,
-  type RateLimiter,
 } from '@sightline/core';
 import { createStripeProcessor } from '@sightline/core/payments/stripe';
-import type { Redis } from 'ioredis';
 import { openPglite } from './db-pglite.ts';
 import { packageIpSources } from './ip-base.ts';
 import { ipDepsFor } from './ip-data.ts';
 import { createLogger } from './logger.ts';
 import { nodeHmacSha256Hex, nodeSha256Base64 } from './node-hmac.ts';
 import { loadMigrations } from './migrations.ts';
+import { connectRedis, rateLimiterFor, type SharedRedis } from './redis.ts';
 import { createNodeWebhookTransport } from './webhook-transport.ts';
 
 export interface HostDeps extends CoreDeps {
@@ -72,14 +69,12 @@ export function paymentProcessorFor(env: Env): PaymentProcessor {
   return builtinProcessor;
 }
 
-/** Redis when REDIS_URL is set (shared across replicas), else an in-process limiter. */
-async function rateLimiterFor(env: Env): Promise<{ limiter: RateLimiter; redis: Redis | undefined }> {
-  const policy = { limit: env.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 };
-  if (!env.REDIS_URL) return { limiter: createMemoryRateLimiter(policy), redis: undefined };
+/** The Redis shared by the replicas when REDIS_URL is set (redis.ts: what an outage means for each use). */
+export async function redisFor(env: Env, log: Logger): Promise<SharedRedis | undefined> {
+  if (!env.REDIS_URL) return undefined;
   // Loaded only when configured: a server without Redis does not carry the client.
   const { Redis } = await import('ioredis');
-  const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
-  return { limiter: createRedisRateLimiter(redis, policy), redis };
+  return connectRedis(Redis, env.REDIS_URL, log);
 }
 
 /** Builds every dependency from validated configuration; the only place the host wires things. */
@@ -90,7 +85,8 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
   const applied = await migrateDatabase(db);
   if (applied.length) log.info('migrations applied', { migrations: applied });
   const webhooks = createNodeWebhookTransport({ allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS });
-  const { limiter, redis } = await rateLimiterFor(env);
+  const redis = await redisFor(env, log);
+  const limiter = rateLimiterFor(env, redis);
   const auth =
     env.AUTH_CACHE_TTL_SECONDS > 0
       ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS, digest: nodeSha256Base64, log })
@@ -114,7 +110,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
       await webhooks.close();
       await auth?.unlisten();
       await ip?.store.close();
-      await redis?.quit();
+      await redis?.close();
       await db.close();
     },
   };

@@ -10,3 +10,4 @@ export * from './scheduler.ts';
 export * from './ip-data.ts';
 export * from './ip-base.ts';
 export * from './node-hmac.ts';
+export * from './redis.ts';

@@ -23,8 +23,8 @@ import {
   gunzip,
 } from '@sightline/core';
 import { Buffer } from 'node:buffer';
-import type { Redis } from 'ioredis';
 import { Reader, type CountryResponse } from 'maxmind';
+import type { SharedRedis } from './redis.ts';
 
 /**
  * Where the shipped data comes from: the npm packages' files on the Node host (ip-base.ts), a
@@ -189,13 +189,17 @@ export function providersFor(env: Env): { providers: IpProvider[]; enrichment: E
   return { providers, enrichment: env.PDL_API_KEY ? createPeopleDataLabsEnrichment({ apiKey: env.PDL_API_KEY }) : null };
 }
 
-/** A Redis hot cache in front of the Postgres result cache, shared by the replicas. */
-export function redisHotCache(redis: Redis): NonNullable<IpDeps['hotCache']> {
+/**
+ * A Redis hot cache in front of the Postgres result cache, shared by the replicas. Redis failing to
+ * answer is a miss, and a write is skipped: Postgres holds every stored result and this process's
+ * recent results sit in front, so a lookup loses nothing but the shortcut, and a skipped write costs
+ * other replicas one Postgres read. A stored result never changes before it expires, so nothing
+ * skipped during an outage can leave Redis stale afterwards.
+ */
+export function redisHotCache(redis: SharedRedis): NonNullable<IpDeps['hotCache']> {
   return {
-    get: (key) => redis.get(key),
-    set: async (key, value, ttlSeconds) => {
-      await redis.set(key, value, 'EX', ttlSeconds);
-    },
+    get: (key) => redis.get(key).catch(() => null),
+    set: (key, value, ttlSeconds) => redis.set(key, value, ttlSeconds).catch(() => undefined),
   };
 }
 
@@ -203,7 +207,7 @@ export async function ipDepsFor(
   env: Env,
   db: Database,
   log: Logger,
-  redis: Redis | undefined,
+  redis: SharedRedis | undefined,
   sources: IpDataSources,
   opts: IpStoreOptions = {},
 ): Promise<IpDeps & { store: IpStore }> {

@@ -4,9 +4,9 @@ import {
   createApiServer,
   createCoreDeps,
   createKeyring,
-  createMemoryRateLimiter,
-  createRedisRateLimiter,
   parseEnv,
+  readBodyTextPrefix,
+  RECEIVER_ANSWER_MAX_BYTES,
   refusedAddressReason,
   type CoreDeps,
   type Database,
@@ -17,6 +17,7 @@ import {
 import { createStripeProcessor } from '@sightline/core/payments/stripe';
 import { Redis } from 'ioredis';
 import { EDGE_DATA_FILES, ipDepsFor, snapshotIpSources } from '../../../packages/host/src/ip-data.ts';
+import { connectRedis, rateLimiterFor, type SharedRedis } from '../../../packages/host/src/redis.ts';
 
 /** Supabase's runtime keeps an isolate alive for promises handed to waitUntil. */
 declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
@@ -36,7 +37,9 @@ const jsonLogger: Logger = {
 /**
  * Deno has no connect-time lookup hook on fetch, so host names are resolved and checked first.
  * A rebinding resolver could still answer differently on connect; the Node host closes that gap
- * with a guarded lookup (see docs/decisions.md).
+ * with a guarded lookup (see docs/decisions.md). Deno's client does not cap connections per host,
+ * so a request is not queued behind others and the timeout can start with the fetch. As on Node,
+ * only the first RECEIVER_ANSWER_MAX_BYTES of an answer are read and a longer body is cancelled.
  */
 function denoWebhookTransport(allowPrivate: boolean): WebhookTransport {
   return {
@@ -59,8 +62,9 @@ function denoWebhookTransport(allowPrivate: boolean): WebhookTransport {
         redirect: 'manual',
         signal: AbortSignal.timeout(init.timeoutMs),
       });
-      await res.body?.cancel();
-      return { status: res.status };
+      // The status is the answer; a body that stalls or breaks afterwards leaves it standing.
+      const prefix = await readBodyTextPrefix(res, RECEIVER_ANSWER_MAX_BYTES).catch(() => null);
+      return { status: res.status, body: prefix?.text ?? '' };
     },
   };
 }
@@ -81,7 +85,7 @@ export interface DenoHostOptions {
  * 503 to lookups. It does not LISTEN for imports (an isolate is short-lived and would hold a
  * connection each, as with the auth cache): imports reach it at its next cold start.
  */
-async function loadIpData(env: ReturnType<typeof parseEnv>, raw: Record<string, string>, db: Database, redis: Redis | undefined) {
+async function loadIpData(env: ReturnType<typeof parseEnv>, raw: Record<string, string>, db: Database, redis: SharedRedis | undefined) {
   const dir = raw.IP_DATA_DIR ? new URL(`${raw.IP_DATA_DIR.replace(/\/?$/, '/')}`, `file://${Deno.cwd()}/`) : new URL('./ip-data/', import.meta.url);
   const started = Date.now();
   try {
@@ -109,10 +113,10 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDep
     if (!env.DATABASE_URL) throw new Error('DATABASE_URL (or SUPABASE_DB_URL) must be set');
     db = connectPostgres({ url: env.DATABASE_URL, max: env.DATABASE_POOL_MAX, prepare: env.DATABASE_PREPARE });
   }
-  const policy = { limit: env.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 };
-  const redis = env.REDIS_URL ? new Redis(env.REDIS_URL) : undefined;
+  // The same client options and outage handling as the Node host (redis.ts).
+  const redis = env.REDIS_URL ? connectRedis(Redis, env.REDIS_URL, jsonLogger) : undefined;
   // Without Redis each isolate counts alone; set REDIS_URL for one limit across the fleet.
-  const rateLimiter = redis ? createRedisRateLimiter(redis, policy) : createMemoryRateLimiter(policy);
+  const rateLimiter = rateLimiterFor(env, redis);
   const ip = opts.ipData && env.IP_DATA ? await loadIpData(env, raw, db, redis) : undefined;
   return createCoreDeps({
     db,
