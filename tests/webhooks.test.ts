@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepWebhookDeliveries } from '@sightline/core';
@@ -202,16 +203,20 @@ describe('failed attempts and retries', () => {
     const r = await receiver((_q, res) => res.end());
     const p = await partnerWithWebhook(r.url);
     await env.db`update accounts set partner_webhook_url = ${r.url} where id = ${p.account_id}`;
-    // Emit without dispatching, then play a sender that claims, sends and dies before recording.
+    // Emit without dispatching, then play a sender that claims (a 2.5 s lease, so the test need not
+    // wait a minute), sends and dies before recording.
     await env.db`select sl_emit(${p.account_id}, null, 'child.updated', '{"probe": 1}'::jsonb)`;
     const now = new Date();
+    const LEASE_MS = 2_500;
     const claimed = await env.db<{ event_id: string; body: string; url: string }>`
-      select * from sl_claim_deliveries(${now.toISOString()}::timestamptz, 10, ${p.account_id}::uuid, true, 5, 60)`;
+      select * from sl_claim_deliveries(gen_random_uuid(), ${now.toISOString()}::timestamptz, 10, ${p.account_id}::uuid, true, 5, ${LEASE_MS})`;
     expect(claimed).toHaveLength(1);
     await fetch(claimed[0]?.url ?? '', { method: 'POST', body: claimed[0]?.body });
-    // While the lease holds, nobody else sends it.
+    // While the lease holds, nobody else sends it, whatever the schedule's clock says: leases run on
+    // the database's clock.
     expect((await sweepWebhookDeliveries({ ctx: env.deps, input: { now: new Date(now.getTime() + 30_000) } })).claimed).toBe(0);
     // After it lapses, the sweep delivers it again with the same attempt number.
+    await sleep(Math.max(0, now.getTime() + LEASE_MS + 100 - Date.now()));
     await sweepWebhookDeliveries({ ctx: env.deps, input: { now: new Date(now.getTime() + 61_000) } });
     const row = await eventRow(claimed[0]?.event_id ?? '');
     expect(row).toMatchObject({ delivery_status: 'delivered', attempts: 1 });

@@ -1,0 +1,280 @@
+/**
+ * A live sender never loses its claim (issue 10 item 4, migration 0008).
+ *
+ * Two replicas — two independent senders, each with its own dependencies and HTTP transport (and,
+ * with DATABASE_URL set, its own connection pool on the real server) — sweep or dispatch the same
+ * database at once against a slow receiver on 127.0.0.1. Time is scaled down: a 2.9 s lease instead
+ * of 60 s, a receiver that takes 1 s. The receiver counts what it got, by body (each event's stored
+ * bytes are unique), and must have got every event exactly once.
+ *
+ * Without DATABASE_URL both replicas share one PGlite, where statements serialise; the HTTP sends
+ * still overlap, which is what lets a lease run out under a live sender.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  connectPostgres,
+  createCoreDeps,
+  createKeyring,
+  DELIVERY_LEASE,
+  WEBHOOK_CONNECTION_WAIT_MS,
+  dispatchNewEvents,
+  mintWebhookSecret,
+  silentLogger,
+  sweepWebhookDeliveries,
+  type CoreDeps,
+  type DeliveryLease,
+  type Row,
+  type Sql,
+  type SqlValue,
+  type WebhookTransport,
+} from '@sightline/core';
+import { createNodeWebhookTransport, nodeHmacSha256Hex } from '@sightline/host';
+import { createTestEnv, TEST_SECRET, type TestEnv } from './support/app.ts';
+import { startReceiver } from './support/receiver.ts';
+
+/**
+ * A 2.9 s lease. With a 1.8 s receiver timeout an attempt may take 2 s, so a claim is one round of 64
+ * events, and the first send of a batch needs 2.2 s of lease left (0.7 s for the claim itself).
+ */
+const LEASE: DeliveryLease = { leaseMs: 2_900, attemptSlackMs: 200, marginMs: 200 };
+const TIMEOUT_MS = 1_800;
+/**
+ * Longer than a third of the lease, so the old claims (200 first attempts, 500 in a sweep, sent 64 at
+ * a time) could not finish inside it; 0.8 s inside the timeout, so a busy machine does not turn a
+ * slow answer into a failed attempt.
+ */
+const RECEIVER_DELAY_MS = 1_000;
+
+let env: TestEnv;
+beforeAll(async () => {
+  env = await createTestEnv({ webhookTimeoutMs: TIMEOUT_MS });
+});
+const closers: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const close of closers.reverse()) await close().catch(() => undefined);
+  await env.close();
+});
+
+/** Another replica of the service: its own transport, keyring and (on Postgres) connection pool. */
+async function otherReplica(webhookTimeoutMs = TIMEOUT_MS): Promise<CoreDeps> {
+  const db = env.url ? connectPostgres({ url: env.url, max: 10, prepare: true }) : env.db;
+  const webhooks = createNodeWebhookTransport({ allowPrivate: true });
+  closers.push(async () => {
+    await webhooks.close();
+    if (db !== env.db) await db.close();
+  });
+  return createCoreDeps({
+    db,
+    keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }),
+    webhooks,
+    log: silentLogger,
+    allowPrivateWebhooks: true,
+    webhookTimeoutMs,
+  });
+}
+
+/** A receiver on 127.0.0.1 that answers every POST with 200 after `delayMs`. */
+async function slowReceiver(delayMs: number) {
+  const r = await startReceiver((req, res) => {
+    if (req.method !== 'POST') return void res.end();
+    setTimeout(() => res.end('ok'), delayMs);
+  });
+  closers.push(r.close);
+  return r;
+}
+type Receiver = Awaited<ReturnType<typeof slowReceiver>>;
+
+/** A partner whose webhook is `url`, with `n` pending events emitted and not yet dispatched. */
+async function partnerWithEvents(url: string, n: number): Promise<string> {
+  const sealed = await env.deps.keyring.seal(mintWebhookSecret());
+  const [a] = await env.db<{ id: string }>`
+    insert into accounts (name, is_partner, partner_webhook_url, partner_webhook_secret_sealed)
+    values ('Lease partner', true, ${url}, ${sealed}) returning id`;
+  const id = a?.id ?? '';
+  await env.db`select sl_emit(${id}, null, 'child.updated', jsonb_build_object('n', g)) from generate_series(1, ${n}) g`;
+  return id;
+}
+
+/** What the receiver got for the partner's events, counted at the receiver. */
+async function receivedOnce(r: Receiver, partner: string) {
+  const events = await env.db<{ body: string; delivery_status: string; last_error: string | null }>`
+    select body, delivery_status, last_error from events where partner_account_id = ${partner}`;
+  const times = new Map<string, number>();
+  for (const p of r.received) if (p.method === 'POST') times.set(p.body, (times.get(p.body) ?? 0) + 1);
+  const counts = events.map((e) => times.get(e.body) ?? 0);
+  return {
+    events: events.length,
+    never: counts.filter((n) => n === 0).length,
+    more_than_once: counts.filter((n) => n > 1).length,
+    delivered: events.filter((e) => e.delivery_status === 'delivered').length,
+    // Empty when all is well; otherwise says why an event is still pending.
+    last_errors: [...new Set(events.map((e) => e.last_error).filter((x) => x !== null))],
+  };
+}
+
+const undelivered = async (partner: string) =>
+  (await env.db<{ n: number }>`
+    select count(*)::int as n from events where partner_account_id = ${partner} and delivery_status <> 'delivered'`)[0]?.n ?? 0;
+
+/** A replica's scheduler, compressed: runs `pass` back to back until the partner's events are all delivered. */
+async function keepRunning(partner: string, pass: () => Promise<unknown>, withinMs = 40_000): Promise<void> {
+  const until = Date.now() + withinMs;
+  while (Date.now() < until) {
+    await pass();
+    if ((await undelivered(partner)) === 0) return;
+    await sleep(20);
+  }
+}
+
+/** Waits until some sender holds `n` of the partner's events. */
+async function untilLeased(partner: string, n: number): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const [row] = await env.db<{ n: number }>`
+      select count(*)::int as n from events where partner_account_id = ${partner} and lease_until is not null`;
+    if ((row?.n ?? 0) >= n) return;
+    await sleep(10);
+  }
+  throw new Error(`never saw ${n} leased events`);
+}
+
+/** A transport that waits `ms` for a connection before the receiver's timer starts, as a busy pool does. */
+function queuedTransport(inner: WebhookTransport, ms: number): WebhookTransport {
+  return {
+    async request(url, init) {
+      if (init.method === 'POST') await sleep(ms);
+      return inner.request(url, init);
+    },
+  };
+}
+
+/** The same database, except that every lease renewal fails (an unreachable or overloaded database). */
+function renewalsFail(db: Sql): Sql {
+  const query = <T extends object = Row>(strings: TemplateStringsArray, ...values: SqlValue[]): Promise<T[]> =>
+    strings.join('?').includes('sl_renew_deliveries') ? Promise.reject(new Error('renewal refused by the test')) : db<T>(strings, ...values);
+  return Object.assign(query, { begin: <T>(fn: (tx: Sql) => Promise<T>) => db.begin(fn) });
+}
+
+describe('a live sender never loses its claim', { timeout: 60_000 }, () => {
+  it('two replicas sweeping 320 events through a slow receiver: each is received exactly once, and all end delivered', async () => {
+    const r = await slowReceiver(RECEIVER_DELAY_MS);
+    const partner = await partnerWithEvents(r.url, 320);
+    const a = env.deps;
+    const b = await otherReplica();
+    await Promise.all([
+      keepRunning(partner, () => sweepWebhookDeliveries({ ctx: a, input: { lease: LEASE } })),
+      keepRunning(partner, () => sweepWebhookDeliveries({ ctx: b, input: { lease: LEASE } })),
+    ]);
+    expect(await receivedOnce(r, partner)).toEqual({ events: 320, never: 0, more_than_once: 0, delivered: 320, last_errors: [] });
+  });
+
+  it('two replicas dispatching first attempts for the same partner: each is received exactly once', async () => {
+    const r = await slowReceiver(RECEIVER_DELAY_MS);
+    const partner = await partnerWithEvents(r.url, 320);
+    const a = env.deps;
+    const b = await otherReplica();
+    await Promise.all([
+      keepRunning(partner, () => dispatchNewEvents({ ctx: a, input: { partnerAccountId: partner, lease: LEASE } })),
+      keepRunning(partner, () => dispatchNewEvents({ ctx: b, input: { partnerAccountId: partner, lease: LEASE } })),
+    ]);
+    expect(await receivedOnce(r, partner)).toEqual({ events: 320, never: 0, more_than_once: 0, delivered: 320, last_errors: [] });
+  });
+
+  it('a sender whose attempts outlast the lease keeps its claim: the lease is renewed while it sends', async () => {
+    const r = await slowReceiver(0);
+    const partner = await partnerWithEvents(r.url, 10);
+    // 3.5 s waiting for a connection, outside the receiver's timeout: longer than the whole lease.
+    const a: CoreDeps = { ...env.deps, webhooks: queuedTransport(env.deps.webhooks, 3_500) };
+    const b = await otherReplica();
+    const first = sweepWebhookDeliveries({ ctx: a, input: { lease: LEASE } });
+    await untilLeased(partner, 10);
+    await Promise.all([first, keepRunning(partner, () => sweepWebhookDeliveries({ ctx: b, input: { lease: LEASE } }))]);
+    expect(await receivedOnce(r, partner)).toEqual({ events: 10, never: 0, more_than_once: 0, delivered: 10, last_errors: [] });
+  });
+
+  it('a sender that cannot renew gives queued events back unsent instead of sending them late, and no attempt is counted', async () => {
+    const r = await slowReceiver(0);
+    const partner = await partnerWithEvents(r.url, 128);
+    // A 1 s timeout makes an attempt 1.5 s, so two rounds (128 events) fit in a 3.5 s claim with its
+    // 0.5 s margin; but each attempt waits 2.3 s in the transport, so when the second round is due
+    // only ~1.2 s of the lease is left (less than an attempt and its margin: 2 s), and no renewal
+    // has landed. The first round still finishes ~1.2 s inside the lease.
+    const lease: DeliveryLease = { leaseMs: 3_500, attemptSlackMs: 500, marginMs: 500 };
+    const a: CoreDeps = {
+      ...env.deps,
+      db: renewalsFail(env.deps.db),
+      webhookTimeoutMs: 1_000,
+      webhooks: queuedTransport(env.deps.webhooks, 2_300),
+    };
+    const b = await otherReplica(1_000);
+    const first = sweepWebhookDeliveries({ ctx: a, input: { lease, maxBatches: 1 } });
+    await untilLeased(partner, 128);
+    const [report] = await Promise.all([first, keepRunning(partner, () => sweepWebhookDeliveries({ ctx: b, input: { lease } }))]);
+    expect(await receivedOnce(r, partner)).toEqual({ events: 128, never: 0, more_than_once: 0, delivered: 128, last_errors: [] });
+    expect(report).toMatchObject({ claimed: 128, delivered: 64, released: 64 });
+    // The released events were delivered on their first attempt: giving one back counted nothing.
+    const [log] = await env.db<{ attempts: number; rows: number }>`
+      select max(e.attempts)::int as attempts, (select count(*)::int from webhook_attempts w
+        where w.event_id in (select id from events where partner_account_id = ${partner})) as rows
+      from events e where e.partner_account_id = ${partner}`;
+    expect(log).toEqual({ attempts: 1, rows: 128 });
+  });
+
+  it('a sweep claims no more than it can send within the lease: 64 × floor((60 s − 5 s) / (10 s + 30 s + 5 s)) = 64', async () => {
+    const r = await slowReceiver(0);
+    await partnerWithEvents(r.url, 200);
+    const production: CoreDeps = { ...env.deps, webhookTimeoutMs: 10_000 };
+    // The slack covers the transport's own bound on waiting for a connection (30 s) plus 5 s.
+    expect(DELIVERY_LEASE).toEqual({ leaseMs: 60_000, attemptSlackMs: WEBHOOK_CONNECTION_WAIT_MS + 5_000, marginMs: 5_000 });
+    expect((await sweepWebhookDeliveries({ ctx: production, input: { maxBatches: 1 } })).claimed).toBe(64);
+    expect((await sweepWebhookDeliveries({ ctx: production, input: {} })).claimed).toBe(136);
+  });
+});
+
+describe('only the lease holder may renew, release or record (migration 0008)', () => {
+  async function oneEvent() {
+    const r = await slowReceiver(0);
+    const partner = await partnerWithEvents(r.url, 1);
+    const claim = async (owner: string, leaseMs: number) =>
+      env.db<{ event_id: string; attempt: number }>`
+        select event_id, attempt from sl_claim_deliveries(${owner}::uuid, null, 10, ${partner}::uuid, true, 5, ${leaseMs})`;
+    return { partner, claim };
+  }
+  const first = '00000000-0000-4000-8000-00000000000a';
+  const second = '00000000-0000-4000-8000-00000000000b';
+
+  it('an attempt recorded by a sender whose lease was taken over changes nothing; the new owner’s record counts', async () => {
+    const { claim } = await oneEvent();
+    const [c] = await claim(first, 50);
+    const id = c?.event_id ?? '';
+    expect(await claim(second, 60_000)).toEqual([]); // still leased
+    await sleep(100);
+    expect(await claim(second, 60_000)).toEqual([{ event_id: id, attempt: 1 }]);
+
+    const record = async (owner: string, status: number) =>
+      (await env.db<{ s: string | null }>`select sl_record_delivery(${id}, 1, ${owner}::uuid, null, ${status}, null, 5) as s`)[0]?.s;
+    expect(await record(first, 500)).toBeNull();
+    const [row] = await env.db<{ attempts: number; lease_owner: string | null; finished_at: Date | null }>`
+      select e.attempts, e.lease_owner, w.finished_at from events e join webhook_attempts w on w.event_id = e.id and w.attempt = 1
+      where e.id = ${id}`;
+    expect(row).toEqual({ attempts: 0, lease_owner: second, finished_at: null });
+    expect(await record(second, 200)).toBe('delivered');
+    expect(await record(second, 200)).toBeNull(); // idempotent
+  });
+
+  it('renewal and release touch only what the caller still owns; a release counts no attempt', async () => {
+    const { claim } = await oneEvent();
+    const [c] = await claim(first, 60_000);
+    const id = c?.event_id ?? '';
+    expect(await env.db`select event_id from sl_renew_deliveries(${second}::uuid, 60000)`).toEqual([]);
+    expect(await env.db`select event_id from sl_renew_deliveries(${first}::uuid, 60000)`).toEqual([{ event_id: id }]);
+    expect(await env.db`select sl_release_deliveries(${second}::uuid, ${`{${id}}`}::uuid[]) as n`).toEqual([{ n: 0 }]);
+    expect(await env.db`select sl_release_deliveries(${first}::uuid, ${`{${id}}`}::uuid[]) as n`).toEqual([{ n: 1 }]);
+    const [row] = await env.db<{ attempts: number; lease_until: Date | null; logged: number }>`
+      select attempts, lease_until, (select count(*)::int from webhook_attempts where event_id = ${id}) as logged
+      from events where id = ${id}`;
+    expect(row).toEqual({ attempts: 0, lease_until: null, logged: 0 });
+    // Given back, it is claimable at once.
+    expect(await claim(second, 60_000)).toEqual([{ event_id: id, attempt: 1 }]);
+  });
+});
