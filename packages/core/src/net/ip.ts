@@ -1,9 +1,15 @@
 /**
- * Strict IP parsing and the address classes we refuse to call (SSRF guard). Hand-rolled rather
- * than regex soup: the same parser serves the webhook guard and the identification waterfall.
+ * Strict IP parsing and the address classes we refuse to call (SSRF guard). The parsers here are
+ * hand-rolled because they sit on the hot path (every lookup request, provider answers); cold
+ * paths where a wrong parse is costly — webhook destinations, import files — use `ip-address`.
+ * tests/ip-parse-reference.test.ts holds both to the same answers, and lists where they differ on
+ * purpose (zone ids).
  */
 
-/** Canonical dotted-quad IPv4 → 32-bit unsigned number, or null. Leading zeros are refused. */
+/**
+ * Canonical dotted-quad IPv4 → 32-bit unsigned number, or null. Leading zeros are refused, as
+ * ip-address refuses them: `010.0.0.1` is 8.0.0.1 to inet_aton and 10.0.0.1 to others.
+ */
 export function parseIPv4(s: string): number | null {
   const parts = s.split('.');
   if (parts.length !== 4) return null;
@@ -17,7 +23,11 @@ export function parseIPv4(s: string): number | null {
   return n;
 }
 
-/** IPv6 text → eight 16-bit groups, or null. Accepts `::` and an IPv4 tail; refuses zone ids. */
+/**
+ * IPv6 text → eight 16-bit groups, or null. Accepts `::` and an IPv4 tail. Refuses zone ids
+ * (`fe80::1%eth0`), which ip-address accepts: a zone names an interface of the machine that reads
+ * it, so it means nothing in a lookup request, and Postgres `inet` would refuse it anyway.
+ */
 export function parseIPv6(s: string): number[] | null {
   if (s.length < 2 || s.length > 45 || s.includes('%')) return null;
   let text = s;

@@ -1,5 +1,6 @@
+import { Address4, Address6 } from 'ip-address';
 import { badRequest } from '../errors.ts';
-import { forbiddenAddressClass, isLocalDevClass, parseIp } from './ip.ts';
+import { forbiddenAddressClass, isLocalDevClass, type ParsedIp } from './ip.ts';
 
 /**
  * How much of a receiver's answer a transport reads: enough to show in an attempt log, and small
@@ -48,11 +49,60 @@ const METADATA_HOSTS = new Set([
   'instance-data.ec2.internal',
 ]);
 
-/** Why `addressOrHost` may not be called under `policy`, or null when it may. */
+/**
+ * IPv4 as inet_aton reads it (and so getaddrinfo, curl and WHATWG URL): one to four parts, each
+ * decimal, octal (leading 0) or hex (0x), then an optional dot. `0177.0.0.1`, `0x7f.1`, `127.1` and
+ * `2130706433` all mean 127.0.0.1 to a resolver, while a strict parser calls them "not an address"
+ * — the classic SSRF bypass. Text of this shape is therefore never treated as a host name.
+ */
+const INET_ATON_SHAPE = /^(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}\.?$/i;
+
+/**
+ * What a host name may be made of once WHATWG URL has applied IDNA (ASCII letters, digits, `-`,
+ * `.`, and `_`, which DNS tolerates). Anything else that is not an address literal is refused, so
+ * text a resolver might read in some other way never passes as "just a name".
+ */
+const HOST_NAME = /^[a-z0-9._-]+$/i;
+
+/**
+ * Reads a URL host or a resolved address with ip-address: this path is cold (once per URL check
+ * and per connection) and a wrong answer here is an SSRF hole, so the library's parse is the one
+ * used. `name` means "a host name, to be checked again on the addresses it resolves to".
+ */
+function readDestination(text: string): { ip: ParsedIp } | { malformed: string } | { name: true } {
+  if (text.includes(':')) {
+    // Address6 would also take a `/prefix`; a destination is one address, never a network.
+    if (text.includes('/')) return { malformed: 'is not an IP address or host name' };
+    try {
+      // A zone id (`fe80::1%eth0`, as dns.lookup may return for a scoped address) picks an
+      // interface, not a destination: the address is judged without it.
+      const a = new Address6(text);
+      return { ip: { version: 6, groups: a.parsedAddress.map((g) => parseInt(g, 16)) } };
+    } catch {
+      return { malformed: 'is not a valid IPv6 address' };
+    }
+  }
+  if (INET_ATON_SHAPE.test(text)) {
+    try {
+      return { ip: { version: 4, value: Number(new Address4(text).bigInt()) } };
+    } catch {
+      // Leading zeros, hex, short forms, a trailing dot: what it means depends on who reads it.
+      return { malformed: 'is not a canonical dotted-quad IPv4 address (a resolver may read it as another address)' };
+    }
+  }
+  return HOST_NAME.test(text) ? { name: true } : { malformed: 'is not an IP address or host name' };
+}
+
+/**
+ * Why `address` (an IP literal, a resolved address or a host name) may not be called under
+ * `policy`, or null when it may. A host name passes here and is judged again on what it resolves
+ * to; text that is neither a canonical address nor a plain host name is refused (fail closed).
+ */
 export function refusedAddressReason(address: string, policy: DestinationPolicy): string | null {
-  const ip = parseIp(address);
-  if (!ip) return null;
-  const cls = forbiddenAddressClass(ip);
+  const read = readDestination(address);
+  if ('malformed' in read) return `${address} ${read.malformed}`;
+  if ('name' in read) return null;
+  const cls = forbiddenAddressClass(read.ip);
   if (cls === null) return null;
   if (policy.allowPrivate && isLocalDevClass(cls)) return null;
   return `${address} is a ${cls} address`;
