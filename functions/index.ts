@@ -12,8 +12,14 @@ import { partnerRotateChildKey } from './partner-rotate-child-key/route.ts';
 import { partnerSetWebhook } from './partner-set-webhook/route.ts';
 import { partnerTransferTopup } from './partner-transfer-topup/route.ts';
 import { partnerUpdateChild } from './partner-update-child/route.ts';
+import { sweepPeriodRollover } from './sweep-period-rollover/route.ts';
+import { sweepWebhookDeliveriesFunction } from './sweep-webhook-deliveries/route.ts';
 
-/** Every documented endpoint this build serves. The Node host mounts all of them. */
+/**
+ * Every function this build serves: the documented endpoints, then the scheduled sweeps (which the
+ * Node host also runs on its own timer; mounted, they answer only the sweep token). The Node host
+ * mounts all of them; each is also its own Supabase Edge Function.
+ */
 export const allFunctions: FunctionDefinition[] = [
   partnerCreateChildKey,
   partnerListChildren,
@@ -28,4 +34,6 @@ export const allFunctions: FunctionDefinition[] = [
   partnerReplayEvent,
   ipToCompany,
   ipToBestFit,
+  sweepPeriodRollover,
+  sweepWebhookDeliveriesFunction,
 ];

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_CHANGED_CHANNEL, AUTH_PROBE_PREFIX, authenticateKey, listenAuthCache, createAuthCache, createKeyring, generateApiKey, silentLogger, type Caller, type CoreDeps, type Sql } from '@sightline/core';
+import { AUTH_CHANGED_CHANNEL, AUTH_PROBE_PREFIX, authenticateKey, listenAuthCache, createAuthCache, createKeyring, generateApiKey, silentLogger, type CoreDeps, type KeyRecord, type Sql } from '@sightline/core';
 import { nodeHmacSha256Hex, nodeSha256Base64 } from '@sightline/host';
 import { call, createTestEnv, TEST_SECRET, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';
 
-const caller = (id: string): Caller => ({
+const caller = (id: string): KeyRecord => ({
   apiKeyId: id,
   accountId: 'a',
   status: 'active',

@@ -1,18 +1,31 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateApiKey } from '@sightline/core';
+import { generateApiKey, guardedErrors, policies, type Database, type FunctionDefinition, type RateLimiter } from '@sightline/core';
+import { createHostApp } from '@sightline/host';
 import { allFunctions } from '../functions/index.ts';
-import { call, createTestEnv, type TestEnv } from './support/app.ts';
+import { call, createTestEnv, fn, type TestEnv } from './support/app.ts';
 import { seedDirectAccount, seedDirectKey, seedPartner } from './support/seed.ts';
 
 /**
  * The common route tests: every function the app exposes gets the authentication and HTTP
- * convention cases for free, so a new route cannot ship without them.
+ * convention cases its policy calls for, so a new route cannot ship without them; and every status
+ * its policy and body guard document is made to happen, so the document cannot promise what the
+ * runtime never answers.
  */
 let env: TestEnv;
 const keys: Record<string, string> = {};
+const SWEEP_SECRET = 'a-sweep-secret-of-at-least-thirty-two-characters';
+
+/** The rate limiter of this suite: generous for everyone but one partner, which it always refuses. */
+let refusedKeyId = '';
+const limiter: RateLimiter = {
+  async hit(key) {
+    const refused = key === refusedKeyId;
+    return { allowed: !refused, limit: 5, remaining: refused ? 0 : 4, resetSeconds: 30, windowSeconds: 60 };
+  },
+};
 
 beforeAll(async () => {
-  env = await createTestEnv();
+  env = await createTestEnv({ rateLimiter: limiter });
   const partner = await seedPartner(env.deps, { quota: 10 });
   keys.partner = partner.key;
   keys.partnerNonMaster = (await seedDirectKey(env.deps, partner.account_id)).key;
@@ -26,6 +39,10 @@ beforeAll(async () => {
   const unflagged = await seedPartner(env.deps, { name: 'No longer a partner' });
   await env.db`update accounts set is_partner = false where id = ${unflagged.account_id}`;
   keys.notPartner = unflagged.key;
+  keys.emptyPool = (await seedPartner(env.deps, { name: 'Empty pool', quota: 0, topup: 0 })).key;
+  const limited = await seedPartner(env.deps, { name: 'Rate limited', quota: 10 });
+  keys.limited = limited.key;
+  refusedKeyId = limited.api_key_id;
 });
 afterAll(() => env.close());
 
@@ -36,39 +53,43 @@ function expectEnvelope(body: Record<string, unknown>) {
 }
 
 const wrongMethod = (m: 'GET' | 'POST') => (m === 'GET' ? 'POST' : 'GET');
+const usesKey = (def: FunctionDefinition) => def.policy.security.some((s) => 'AccessKey' in s);
+const isPartner = (def: FunctionDefinition) => [policies.partnerAction, policies.partnerRead, policies.partnerPoolRead].includes(def.policy);
+const readsJson = (def: FunctionDefinition) => (def.body ?? (def.method === 'POST' ? 'json' : 'none')) !== 'none';
 
 describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) => {
   const body = def.method === 'POST' ? {} : undefined;
-  const send = (key: string | undefined, extra: Parameters<typeof call>[2] = {}) =>
-    call(env, name, { key, method: def.method, body, ...extra });
+  const send = (key: string | undefined, extra: Parameters<typeof call>[2] = {}) => call(env, name, { key, method: def.method, body, ...extra });
 
-  it('answers 401 without x-access-key', async () => {
-    const res = await send(undefined);
-    expect(res.status).toBe(401);
-    expectEnvelope(res.body);
-  });
+  if (usesKey(def)) {
+    it('answers 401 without x-access-key', async () => {
+      const res = await send(undefined);
+      expect(res.status).toBe(401);
+      expectEnvelope(res.body);
+    });
 
-  it('answers 401 for a malformed key (bad checksum) without looking it up', async () => {
-    const good = generateApiKey();
-    const bad = `${good.slice(0, -1)}${good.endsWith('A') ? 'B' : 'A'}`;
-    const res = await send(bad);
-    expect(res.status).toBe(401);
-    expectEnvelope(res.body);
-  });
+    it('answers 401 for a malformed key (bad checksum) without looking it up', async () => {
+      const good = generateApiKey();
+      const bad = `${good.slice(0, -1)}${good.endsWith('A') ? 'B' : 'A'}`;
+      const res = await send(bad);
+      expect(res.status).toBe(401);
+      expectEnvelope(res.body);
+    });
 
-  it('answers 401 for a well-formed key that does not exist', async () => {
-    const res = await send(generateApiKey());
-    expect(res.status).toBe(401);
-    expectEnvelope(res.body);
-  });
+    it('answers 401 for a well-formed key that does not exist', async () => {
+      const res = await send(generateApiKey());
+      expect(res.status).toBe(401);
+      expectEnvelope(res.body);
+    });
 
-  it('answers 401 for a revoked key', async () => {
-    const res = await send(keys.revoked);
-    expect(res.status).toBe(401);
-    expect(res.body.error).toMatch(/revoked/);
-  });
+    it('answers 401 for a revoked key', async () => {
+      const res = await send(keys.revoked);
+      expect(res.status).toBe(401);
+      expect(res.body.error).toMatch(/revoked/);
+    });
+  }
 
-  if (def.auth === 'partner') {
+  if (isPartner(def)) {
     it('answers 401 for an inactive (suspended) master key', async () => {
       const res = await send(keys.suspended);
       expect(res.status).toBe(401);
@@ -94,6 +115,17 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
     });
   }
 
+  if (def.policy === policies.sweep) {
+    it('answers 401 without the sweep token, or with an API key instead, or a wrong token', async () => {
+      const attempts: Record<string, string>[] = [{}, { 'x-access-key': keys.partner as string }, { authorization: 'Bearer not-the-sweep-secret' }];
+      for (const headers of attempts) {
+        const res = await call(env, name, { method: 'POST', headers });
+        expect(res.status).toBe(401);
+        expect(res.body.error).toMatch(/sweep token/);
+      }
+    });
+  }
+
   it(`answers 405 with Allow for the wrong method, before authentication`, async () => {
     const res = await call(env, name, { method: wrongMethod(def.method) });
     expect(res.status).toBe(405);
@@ -104,7 +136,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
     }
   });
 
-  if (def.method === 'POST') {
+  if (readsJson(def)) {
     it('answers 400 for malformed JSON', async () => {
       const res = await send(keys.partner, { rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(400);
@@ -125,7 +157,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
 
     it('answers 400 for a body that is not UTF-8', async () => {
       const bytes = Uint8Array.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]); // {"a":"\xc3("}
-      const res = await env.app.request(`http://localhost/functions/v1/${name}`, {
+      const res = await env.app.request(fn(name), {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-access-key': keys.partner as string },
         body: bytes,
@@ -153,6 +185,70 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
   });
 });
 
+/** What makes each status a policy or body guard documents happen, for one function. */
+type Trigger = (def: FunctionDefinition) => Promise<{ status: number; body: Record<string, unknown> }>;
+
+const credentialFor = (def: FunctionDefinition, key: string | undefined): Record<string, string> => (usesKey(def) && key ? { 'x-access-key': key } : {});
+
+const triggers: Record<string, Trigger> = {
+  // Malformed JSON for a body; a query value Postgres cannot store for a route that reads a query.
+  '400': (def) =>
+    readsJson(def)
+      ? call(env, def.name, { method: def.method, rawBody: '{', headers: { 'content-type': 'application/json', ...credentialFor(def, keys.partner) } })
+      : call(env, def.name, { method: def.method, query: { probe: '\u0000' }, headers: credentialFor(def, keys.partner) }),
+  '401': (def) => call(env, def.name, { method: def.method, body: def.method === 'POST' ? {} : undefined }),
+  '402': (def) => call(env, def.name, { method: def.method, key: keys.emptyPool, body: def.method === 'POST' ? {} : undefined }),
+  '403': (def) => call(env, def.name, { method: def.method, key: keys.partnerNonMaster, body: def.method === 'POST' ? {} : undefined }),
+  '405': (def) => call(env, def.name, { method: wrongMethod(def.method) }),
+  '408': async (def) => {
+    const app = createHostApp(env.deps, { bodyTimeoutMs: 200 });
+    const stalled = new ReadableStream<Uint8Array>({ start: (c) => c.enqueue(new TextEncoder().encode('{"a":')) });
+    const res = await app.request(fn(def.name), {
+      method: def.method,
+      headers: { 'content-type': 'application/json', ...credentialFor(def, keys.partner) },
+      body: stalled,
+      duplex: 'half',
+    } as RequestInit);
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  },
+  '413': (def) => call(env, def.name, { method: def.method, rawBody: JSON.stringify({ pad: 'x'.repeat(70_000) }), headers: { 'content-type': 'application/json' } }),
+  '429': (def) => call(env, def.name, { method: def.method, key: keys.limited, body: def.method === 'POST' ? {} : undefined }),
+  // An unexpected failure: the database is gone mid-request (after authentication, where there is one).
+  '500': async (def) => {
+    const failing = new Proxy(env.db, {
+      apply: () => Promise.reject(new Error('connection terminated unexpectedly')),
+    }) as Database;
+    const deps = { ...env.deps, db: failing, authCache: undefined, sweepSecret: SWEEP_SECRET };
+    const app = createHostApp(deps);
+    const headers: Record<string, string> = { ...credentialFor(def, keys.partner) };
+    if (def.policy === policies.sweep) headers.authorization = `Bearer ${SWEEP_SECRET}`;
+    const init: RequestInit = readsJson(def)
+      ? { method: def.method, headers: { ...headers, 'content-type': 'application/json' }, body: '{}' }
+      : { method: def.method, headers };
+    const res = await app.request(fn(def.name), init);
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  },
+};
+
+describe('every status a function’s policy and body guard document happens at runtime', () => {
+  it.each(allFunctions.map((f) => [f.name, f] as const))('%s', async (_name, def) => {
+    const app = createHostApp(env.deps);
+    const doc = app.getOpenAPI31Document({ openapi: '3.1.0', info: { title: 't', version: '1' } });
+    const op = doc.paths?.[`/functions/v1/${def.name}`]?.[def.method === 'GET' ? 'get' : 'post'];
+    const validates = Boolean(op?.requestBody || op?.parameters?.length);
+    const statuses = Object.keys(guardedErrors(def, validates));
+    // The document lists each of them, and the runtime answers each, in the envelope.
+    expect(Object.keys(op?.responses ?? {})).toEqual(expect.arrayContaining(statuses));
+    for (const status of statuses) {
+      const trigger = triggers[status];
+      expect(trigger, `a trigger for ${status}`).toBeDefined();
+      const res = await (trigger as Trigger)(def);
+      expect(res.status, `${def.name} ${status}: ${JSON.stringify(res.body)}`).toBe(Number(status));
+      expectEnvelope(res.body);
+    }
+  });
+});
+
 describe('unknown paths', () => {
   it('answer 404 in the envelope', async () => {
     for (const path of ['/functions/v1/nope', '/functions/v1/partner-pool-state/extra', '/']) {
@@ -160,5 +256,21 @@ describe('unknown paths', () => {
       expect(res.status).toBe(404);
       expectEnvelope((await res.json()) as Record<string, unknown>);
     }
+  });
+});
+
+describe('the sweep functions', () => {
+  it('run with the sweep token and answer what they did', async () => {
+    const app = createHostApp({ ...env.deps, sweepSecret: SWEEP_SECRET });
+    for (const [name, sweep] of [['sweep-period-rollover', 'period-rollover'], ['sweep-webhook-deliveries', 'webhook-deliveries']]) {
+      const res = await app.request(fn(name as string), { method: 'POST', headers: { authorization: `Bearer ${SWEEP_SECRET}` } });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ success: true, sweep, result: expect.any(Object) as unknown });
+    }
+  });
+
+  it('refuse everyone when no sweep token is configured', async () => {
+    const res = await call(env, 'sweep-period-rollover', { method: 'POST', headers: { authorization: 'Bearer ' } });
+    expect(res.status).toBe(401);
   });
 });

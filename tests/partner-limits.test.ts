@@ -24,7 +24,8 @@ function validBody(name: string, childId: string): unknown {
   }
 }
 
-const partnerRoutes = allFunctions.filter((f) => f.auth === 'partner');
+// The routes whose policy documents the out-of-IDs 402: every partner route but partner-pool-state.
+const guardedRoutes = allFunctions.filter((f) => f.policy.errors[402] !== undefined);
 
 describe('out-of-IDs guard (402)', () => {
   let env: TestEnv;
@@ -38,7 +39,11 @@ describe('out-of-IDs guard (402)', () => {
   });
   afterAll(() => env.close());
 
-  it.each(partnerRoutes.filter((f) => !f.exemptFromPartnerLimits).map((f) => [f.name, f] as const))(
+  it('the guard covers every partner route but partner-pool-state', () => {
+    expect(guardedRoutes.map((f) => f.name).sort()).toEqual(allFunctions.filter((f) => f.name.startsWith('partner-') && f.name !== 'partner-pool-state').map((f) => f.name).sort());
+  });
+
+  it.each(guardedRoutes.map((f) => [f.name, f] as const))(
     '%s answers 402 when the caller’s prepaid pool has no IDs left, changing nothing',
     async (name, def) => {
       const before = await snapshot(env.db);

@@ -1,20 +1,99 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { describe, expect, it } from 'vitest';
-import { openapi, type HonoEnv } from '@sightline/core';
+import { createApiServer, createCoreDeps, createKeyring, openapi, policies, silentLogger, type Database, type FunctionDefinition, type HonoEnv } from '@sightline/core';
 
-/** openapi() checks a route's JSON body and query; a route declaring anything else is refused up front. */
+/**
+ * openapi() checks a route's JSON body, query, path parameters and headers in one synchronous step,
+ * and documents the route with what its policy and body guard add; a route declaring anything it
+ * would not check is refused up front.
+ */
+const ok = { 200: { description: 'ok' } };
+
+async function serverFor(def: FunctionDefinition) {
+  const unused = new Proxy({}, { get: () => { throw new Error('no database in this test'); } });
+  const deps = createCoreDeps({ db: unused as Database, keyring: await createKeyring('route-test-secret-0123456789abcdef'), webhooks: unused as never, log: silentLogger });
+  return createApiServer(deps, [def], { functionsPrefix: '/f' });
+}
+
 describe('openapi()', () => {
-  const ok = { 200: { description: 'ok' } };
-  it('refuses request parts it would not check', () => {
-    const app = new OpenAPIHono<HonoEnv>();
-    const withParams = createRoute({ method: 'get', path: '/{id}', request: { params: z.object({ id: z.string() }) }, responses: ok });
-    expect(() => openapi(app, withParams, (c) => c.json({}, 200) as never)).toThrow(/params/);
+  it('refuses request parts it would not check, and apps createApiServer did not build', () => {
+    const bare = new OpenAPIHono<HonoEnv>();
+    const plain = createRoute({ method: 'get', path: '/', responses: ok });
+    expect(() => openapi(bare, plain, (c) => c.json({}, 200) as never)).toThrow(/createApiServer/);
+  });
+
+  it('refuses a body that is not a zod schema, and cookies', async () => {
     const refBody = createRoute({
       method: 'post',
       path: '/',
       request: { body: { content: { 'application/json': { schema: { $ref: '#/components/schemas/X' } } } } },
       responses: ok,
     });
-    expect(() => openapi(app, refBody, (c) => c.json({}, 200) as never)).toThrow(/zod schema/);
+    const withCookies = createRoute({ method: 'get', path: '/', request: { cookies: z.object({ s: z.string() }) }, responses: ok });
+    const def = (route: ReturnType<typeof createRoute>, method: 'GET' | 'POST'): FunctionDefinition => ({
+      name: 'probe',
+      mount: 'functions',
+      method,
+      policy: policies.publicTracker,
+      register(app) {
+        openapi(app, route, (c) => c.json({}, 200) as never);
+      },
+    });
+    await expect(serverFor(def(refBody, 'POST'))).rejects.toThrow(/zod schema/);
+    await expect(serverFor(def(withCookies, 'GET'))).rejects.toThrow(/cookies/);
+  });
+
+  it('checks path parameters and headers, naming the one at fault', async () => {
+    const route = createRoute({
+      method: 'get',
+      path: '/t/{tracking_script_id}',
+      request: {
+        params: z.object({ tracking_script_id: z.guid('must be a uuid') }),
+        headers: z.object({ 'x-trace': z.string().regex(/^\d+$/, 'must be digits').optional() }),
+      },
+      responses: ok,
+    });
+    const app = await serverFor({
+      name: 'probe',
+      mount: 'functions',
+      method: 'GET',
+      policy: policies.publicTracker,
+      register(a) {
+        openapi(a, route, (c) => c.json({ id: c.req.valid('param').tracking_script_id, trace: c.req.valid('header')['x-trace'] ?? null }, 200));
+      },
+    });
+    const id = '6f1c1c84-8a1e-4a4e-9d0e-3c1c2f9a7b10';
+    const good = await app.request(`http://x/f/probe/t/${id}`, { headers: { 'x-trace': '42' } });
+    expect(await good.json()).toEqual({ id, trace: '42' });
+    const badParam = await app.request('http://x/f/probe/t/nope');
+    expect(badParam.status).toBe(400);
+    expect(await badParam.json()).toEqual({ success: false, error: 'tracking_script_id: must be a uuid' });
+    const badHeader = await app.request(`http://x/f/probe/t/${id}`, { headers: { 'x-trace': 'abc' } });
+    expect(badHeader.status).toBe(400);
+    expect(((await badHeader.json()) as { error: string }).error).toBe('x-trace: must be digits');
+  });
+
+  it('documents the policy’s errors, the guard’s and the route’s own, the route’s wording winning', async () => {
+    const route = createRoute({
+      method: 'post',
+      path: '/',
+      request: { body: { required: true, content: { 'application/json': { schema: z.object({ a: z.string() }) } } } },
+      responses: { 200: { description: 'ok' }, 402: { description: 'route-specific 402', content: {} } },
+    });
+    const app = await serverFor({
+      name: 'probe',
+      mount: 'functions',
+      method: 'POST',
+      policy: policies.partnerAction,
+      register(a) {
+        openapi(a, route, (c) => c.json({}, 200) as never);
+      },
+    });
+    const doc = app.getOpenAPI31Document({ openapi: '3.1.0', info: { title: 't', version: '1' } });
+    const post = doc.paths?.['/f/probe']?.post;
+    expect(Object.keys(post?.responses ?? {}).sort()).toEqual(['200', '400', '401', '402', '403', '405', '408', '413', '429', '500']);
+    expect(post?.responses?.['402']?.description).toBe('route-specific 402');
+    expect(post?.security).toEqual([{ AccessKey: [] }]);
+    expect(Object.keys((post?.responses?.['429'] as { headers?: object }).headers ?? {}).sort()).toEqual(['RateLimit', 'RateLimit-Policy', 'Retry-After']);
   });
 });

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { identifyIp, openapi, type FunctionDefinition } from '@sightline/core';
-import { errorResponses, jsonBody, partnerErrors } from '../_shared/schemas.ts';
+import { callerKey, identifyIp, openapi, type FunctionDefinition, policies, errorResponse } from '@sightline/core';
+import { jsonBody } from '../_shared/schemas.ts';
 import { Matches } from '../ip-to-company/route.ts';
 
 export const IpToBestFitBody = z
@@ -37,11 +37,7 @@ export const route = createRoute({
   request: { body: jsonBody(IpToBestFitBody) },
   responses: {
     200: { description: 'The best fit', content: { 'application/json': { schema: IpToBestFitResponse } } },
-    400: partnerErrors[400],
-    401: partnerErrors[401],
-    402: errorResponses.errorResponse('Not enough credits'),
-    405: partnerErrors[405],
-    500: partnerErrors[500],
+    402: errorResponse('Not enough credits'),
   },
 });
 
@@ -49,14 +45,14 @@ export const ipToBestFit: FunctionDefinition = {
   name: 'ip-to-best-fit',
   mount: 'functions',
   method: 'POST',
-  auth: 'key',
+  policy: policies.accountKey,
   usesIpData: true,
   register(app) {
     openapi(app, route, async (c) => {
       const body = c.req.valid('json');
       const v = await identifyIp({
         ctx: c.get('deps'),
-        input: { accountId: c.get('caller').accountId, ip: body.ip_address, operation: 'ip-to-best-fit', website: body.website, description: body.description },
+        input: { accountId: callerKey(c).accountId, ip: body.ip_address, operation: 'ip-to-best-fit', website: body.website, description: body.description },
       });
       // The spec's best-fit vocabulary has no education/government: those are not businesses to sell to.
       const traffic = v.traffic_type === 'education' || v.traffic_type === 'government' ? 'unknown' : v.traffic_type;

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { identifyIp, openapi, type FunctionDefinition } from '@sightline/core';
-import { errorResponses, jsonBody, partnerErrors } from '../_shared/schemas.ts';
+import { callerKey, identifyIp, openapi, type FunctionDefinition, policies, errorResponse } from '@sightline/core';
+import { jsonBody } from '../_shared/schemas.ts';
 
 export const IpToCompanyBody = z
   .object({ ip: z.string().max(64).openapi({ description: 'IPv4 or IPv6 address', example: '17.253.144.10' }) })
@@ -35,11 +35,7 @@ export const route = createRoute({
   request: { body: jsonBody(IpToCompanyBody) },
   responses: {
     200: { description: 'The lookup result', content: { 'application/json': { schema: IpToCompanyResponse } } },
-    400: partnerErrors[400],
-    401: partnerErrors[401],
-    402: errorResponses.errorResponse('Not enough credits for a lookup that needs the paid providers'),
-    405: partnerErrors[405],
-    500: partnerErrors[500],
+    402: errorResponse('Not enough credits for a lookup that needs the paid providers'),
   },
 });
 
@@ -47,13 +43,13 @@ export const ipToCompany: FunctionDefinition = {
   name: 'ip-to-company',
   mount: 'functions',
   method: 'POST',
-  auth: 'key',
+  policy: policies.accountKey,
   usesIpData: true,
   register(app) {
     openapi(app, route, async (c) => {
       const v = await identifyIp({
         ctx: c.get('deps'),
-        input: { accountId: c.get('caller').accountId, ip: c.req.valid('json').ip, operation: 'ip-to-company' },
+        input: { accountId: callerKey(c).accountId, ip: c.req.valid('json').ip, operation: 'ip-to-company' },
       });
       return c.json(
         {

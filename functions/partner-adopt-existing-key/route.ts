@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { adoptExistingKey, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
-import { errorResponses, jsonBody, limitedPartnerErrors, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
+import { adoptExistingKey, partnerCtx, openapi, type FunctionDefinition, policies, errorResponse } from '@sightline/core';
+import { jsonBody, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
 
 export const AdoptBody = z
   .object({
@@ -31,9 +31,8 @@ export const route = createRoute({
   request: { body: jsonBody(AdoptBody) },
   responses: {
     200: { description: 'The adopted child', content: { 'application/json': { schema: AdoptResponse } } },
-    ...limitedPartnerErrors,
-    404: errorResponses.errorResponse('No such key'),
-    409: errorResponses.errorResponse('Already has a parent, not active, no active website, or the authenticating key itself'),
+    404: errorResponse('No such key'),
+    409: errorResponse('Already has a parent, not active, no active website, or the authenticating key itself'),
   },
 });
 
@@ -41,7 +40,7 @@ export const partnerAdoptExistingKey: FunctionDefinition = {
   name: 'partner-adopt-existing-key',
   mount: 'functions',
   method: 'POST',
-  auth: 'partner',
+  policy: policies.partnerAction,
   register(app) {
     openapi(app, route, async (c) => c.json(await adoptExistingKey({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },

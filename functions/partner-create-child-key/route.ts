@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { createChildKey, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
-import { errorResponses, partnerErrors, Uuid } from '../_shared/schemas.ts';
+import { createChildKey, partnerCtx, openapi, type FunctionDefinition, policies, errorResponse } from '@sightline/core';
+import { Uuid } from '../_shared/schemas.ts';
 
 export const CreateChildBody = z
   .object({
@@ -74,9 +74,8 @@ export const route = createRoute({
   },
   responses: {
     201: { description: 'The child, its key (shown once) and webhook secret (shown once)', content: { 'application/json': { schema: CreateChildResponse } } },
-    ...partnerErrors,
-    402: errorResponses.errorResponse('The pool is on prepaid billing with an empty balance'),
-    409: errorResponses.errorResponse(
+    402: errorResponse('The pool is on prepaid billing with an empty balance'),
+    409: errorResponse(
       'Domain already live on an active website; on monthly-invoice billing also no saved card, no per-ID rate, or an outstanding invoice',
     ),
   },
@@ -86,7 +85,7 @@ export const partnerCreateChildKey: FunctionDefinition = {
   name: 'partner-create-child-key',
   mount: 'functions',
   method: 'POST',
-  auth: 'partner',
+  policy: policies.partnerAction,
   register(app) {
     openapi(app, route, async (c) => {
       const body = c.req.valid('json');

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { listChildren, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
-import { partnerErrors, QueryBoolean, Uuid, whenGiven } from '../_shared/schemas.ts';
+import { listChildren, partnerCtx, openapi, type FunctionDefinition, policies } from '@sightline/core';
+import { QueryBoolean, Uuid, whenGiven } from '../_shared/schemas.ts';
 
 export const ListChildrenQuery = z.object({
   child_api_key_id: Uuid.optional().openapi({ description: 'Single-child lookup; `children` is empty if no match' }),
@@ -61,7 +61,6 @@ export const route = createRoute({
   request: { query: ListChildrenQuery },
   responses: {
     200: { description: 'The children', content: { 'application/json': { schema: ListChildrenResponse } } },
-    ...partnerErrors,
   },
 });
 
@@ -69,7 +68,7 @@ export const partnerListChildren: FunctionDefinition = {
   name: 'partner-list-children',
   mount: 'functions',
   method: 'GET',
-  auth: 'partner',
+  policy: policies.partnerRead,
   register(app) {
     openapi(app, route, async (c) => {
       const q = c.req.valid('query');

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { listPartnerEvents, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
-import { limitedPartnerErrors, Timestamp, Uuid, whenGiven } from '../_shared/schemas.ts';
+import { listPartnerEvents, partnerCtx, openapi, type FunctionDefinition, policies } from '@sightline/core';
+import { Timestamp, Uuid, whenGiven } from '../_shared/schemas.ts';
 
 const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'no_destination'], whenGiven('must be pending, delivered, failed or no_destination'));
 
@@ -37,7 +37,6 @@ export const route = createRoute({
   request: { query: ListEventsQuery },
   responses: {
     200: { description: 'Events', content: { 'application/json': { schema: ListEventsResponse } } },
-    ...limitedPartnerErrors,
   },
 });
 
@@ -45,7 +44,7 @@ export const partnerListEvents: FunctionDefinition = {
   name: 'partner-list-events',
   mount: 'functions',
   method: 'GET',
-  auth: 'partner',
+  policy: policies.partnerRead,
   register(app) {
     openapi(app, route, async (c) => {
       const q = c.req.valid('query');

@@ -1,6 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { getPoolState, partnerCtx, openapi, type FunctionDefinition } from '@sightline/core';
-import { partnerErrors } from '../_shared/schemas.ts';
+import { getPoolState, partnerCtx, openapi, type FunctionDefinition, policies } from '@sightline/core';
 
 const Timestamp = z.string().openapi({ format: 'date-time' });
 
@@ -37,7 +36,6 @@ export const route = createRoute({
   description: 'Read-only. Exempt from the out-of-IDs 402 and from the API-wide rate limit.',
   responses: {
     200: { description: 'The pool state', content: { 'application/json': { schema: PoolStateResponse } } },
-    ...partnerErrors,
   },
 });
 
@@ -45,8 +43,7 @@ export const partnerPoolState: FunctionDefinition = {
   name: 'partner-pool-state',
   mount: 'functions',
   method: 'GET',
-  auth: 'partner',
-  exemptFromPartnerLimits: true,
+  policy: policies.partnerPoolRead,
   register(app) {
     openapi(app, route, async (c) => c.json(await getPoolState({ ctx: partnerCtx(c), input: {} }), 200));
   },

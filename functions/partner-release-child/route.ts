@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, releaseChild, openapi, type FunctionDefinition } from '@sightline/core';
-import { errorResponses, jsonBody, limitedPartnerErrors, Uuid } from '../_shared/schemas.ts';
+import { partnerCtx, releaseChild, openapi, type FunctionDefinition, policies, errorResponse } from '@sightline/core';
+import { jsonBody, Uuid } from '../_shared/schemas.ts';
 
 export const ReleaseBody = z.object({ child_api_key_id: Uuid }).strict().openapi('ReleaseChildRequest');
 
@@ -15,8 +15,7 @@ export const route = createRoute({
   request: { body: jsonBody(ReleaseBody) },
   responses: {
     200: { description: 'Released', content: { 'application/json': { schema: ReleaseResponse } } },
-    ...limitedPartnerErrors,
-    404: errorResponses.errorResponse('No such child'),
+    404: errorResponse('No such child'),
   },
 });
 
@@ -24,7 +23,7 @@ export const partnerReleaseChild: FunctionDefinition = {
   name: 'partner-release-child',
   mount: 'functions',
   method: 'POST',
-  auth: 'partner',
+  policy: policies.partnerAction,
   register(app) {
     openapi(app, route, async (c) => c.json(await releaseChild({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, replayPartnerEvent, openapi, type FunctionDefinition } from '@sightline/core';
-import { errorResponses, jsonBody, limitedPartnerErrors, Uuid } from '../_shared/schemas.ts';
+import { partnerCtx, replayPartnerEvent, openapi, type FunctionDefinition, policies, errorResponse } from '@sightline/core';
+import { jsonBody, Uuid } from '../_shared/schemas.ts';
 
 export const ReplayBody = z.object({ event_id: Uuid }).strict().openapi('ReplayEventRequest');
 export const ReplayResponse = z
@@ -14,9 +14,8 @@ export const route = createRoute({
   request: { body: jsonBody(ReplayBody) },
   responses: {
     200: { description: 'Queued for delivery now', content: { 'application/json': { schema: ReplayResponse } } },
-    ...limitedPartnerErrors,
-    404: errorResponses.errorResponse('No such event'),
-    409: errorResponses.errorResponse('No webhook configured, or the event is still being delivered'),
+    404: errorResponse('No such event'),
+    409: errorResponse('No webhook configured, or the event is still being delivered'),
   },
 });
 
@@ -24,7 +23,7 @@ export const partnerReplayEvent: FunctionDefinition = {
   name: 'partner-replay-event',
   mount: 'functions',
   method: 'POST',
-  auth: 'partner',
+  policy: policies.partnerAction,
   register(app) {
     openapi(app, route, async (c) => {
       const out = await replayPartnerEvent({ ctx: partnerCtx(c), input: c.req.valid('json') });

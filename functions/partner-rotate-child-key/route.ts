@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, rotateChildKey, openapi, type FunctionDefinition } from '@sightline/core';
-import { errorResponses, jsonBody, limitedPartnerErrors, Timestamp, Uuid } from '../_shared/schemas.ts';
+import { partnerCtx, rotateChildKey, openapi, type FunctionDefinition, policies, errorResponse } from '@sightline/core';
+import { jsonBody, Timestamp, Uuid } from '../_shared/schemas.ts';
 
 export const RotateBody = z.object({ child_api_key_id: Uuid }).strict().openapi('RotateKeyRequest');
 
@@ -22,8 +22,7 @@ export const route = createRoute({
   request: { body: jsonBody(RotateBody) },
   responses: {
     200: { description: 'The new key', content: { 'application/json': { schema: RotateResponse } } },
-    ...limitedPartnerErrors,
-    404: errorResponses.errorResponse('No such child'),
+    404: errorResponse('No such child'),
     429: {
       description: 'More than 10 rotations of this child in 24 hours (or the API-wide rate limit)',
       content: {
@@ -39,7 +38,7 @@ export const partnerRotateChildKey: FunctionDefinition = {
   name: 'partner-rotate-child-key',
   mount: 'functions',
   method: 'POST',
-  auth: 'partner',
+  policy: policies.partnerAction,
   register(app) {
     openapi(app, route, async (c) => c.json(await rotateChildKey({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, setPartnerWebhook, openapi, type FunctionDefinition } from '@sightline/core';
-import { jsonBody, limitedPartnerErrors, WebhookSecret } from '../_shared/schemas.ts';
+import { partnerCtx, setPartnerWebhook, openapi, type FunctionDefinition, policies } from '@sightline/core';
+import { jsonBody, WebhookSecret } from '../_shared/schemas.ts';
 
 export const SetWebhookBody = z
   .object({
@@ -28,7 +28,6 @@ export const route = createRoute({
   request: { body: jsonBody(SetWebhookBody) },
   responses: {
     200: { description: 'The webhook', content: { 'application/json': { schema: SetWebhookResponse } } },
-    ...limitedPartnerErrors,
   },
 });
 
@@ -36,7 +35,7 @@ export const partnerSetWebhook: FunctionDefinition = {
   name: 'partner-set-webhook',
   mount: 'functions',
   method: 'POST',
-  auth: 'partner',
+  policy: policies.partnerAction,
   register(app) {
     openapi(app, route, async (c) => c.json(await setPartnerWebhook({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, transferTopup, openapi, type FunctionDefinition } from '@sightline/core';
-import { errorResponses, jsonBody, limitedPartnerErrors, Uuid, whenGiven } from '../_shared/schemas.ts';
+import { partnerCtx, transferTopup, openapi, type FunctionDefinition, policies, errorResponse } from '@sightline/core';
+import { jsonBody, Uuid, whenGiven } from '../_shared/schemas.ts';
 
 export const TransferBody = z
   .object({
@@ -26,7 +26,6 @@ export const route = createRoute({
   request: { body: jsonBody(TransferBody) },
   responses: {
     200: { description: 'Both balances after the move', content: { 'application/json': { schema: TransferResponse } } },
-    ...limitedPartnerErrors,
     402: {
       description: 'The partner’s top-up balance is below amount (or the pool has no IDs left)',
       content: {
@@ -40,7 +39,7 @@ export const route = createRoute({
         },
       },
     },
-    404: errorResponses.errorResponse('Child missing, or partner or child has no subscription row'),
+    404: errorResponse('Child missing, or partner or child has no subscription row'),
   },
 });
 
@@ -48,7 +47,7 @@ export const partnerTransferTopup: FunctionDefinition = {
   name: 'partner-transfer-topup',
   mount: 'functions',
   method: 'POST',
-  auth: 'partner',
+  policy: policies.partnerAction,
   register(app) {
     openapi(app, route, async (c) => c.json(await transferTopup({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },

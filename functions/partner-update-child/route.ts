@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { partnerCtx, updateChild, openapi, type FunctionDefinition } from '@sightline/core';
-import { ChildStatus, errorResponses, jsonBody, limitedPartnerErrors, PositiveDays, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
+import { partnerCtx, updateChild, openapi, type FunctionDefinition, policies, errorResponse } from '@sightline/core';
+import { ChildStatus, jsonBody, PositiveDays, Quota, Timestamp, Uuid, WebhookSecret } from '../_shared/schemas.ts';
 
 export const UpdateChildBody = z
   .object({
@@ -50,8 +50,7 @@ export const route = createRoute({
   request: { body: jsonBody(UpdateChildBody) },
   responses: {
     200: { description: 'The updated child', content: { 'application/json': { schema: UpdateChildResponse } } },
-    ...limitedPartnerErrors,
-    404: errorResponses.errorResponse('No such child key'),
+    404: errorResponse('No such child key'),
   },
 });
 
@@ -59,7 +58,7 @@ export const partnerUpdateChild: FunctionDefinition = {
   name: 'partner-update-child',
   mount: 'functions',
   method: 'POST',
-  auth: 'partner',
+  policy: policies.partnerAction,
   register(app) {
     openapi(app, route, async (c) => c.json(await updateChild({ ctx: partnerCtx(c), input: c.req.valid('json') }), 200));
   },

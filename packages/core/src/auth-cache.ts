@@ -1,4 +1,4 @@
-import type { Caller, Logger } from './context.ts';
+import type { KeyRecord, Logger } from './context.ts';
 import type { Database, Sql } from './db.ts';
 import { BoundedLru } from './lru.ts';
 
@@ -19,10 +19,10 @@ import { BoundedLru } from './lru.ts';
 export interface AuthCache {
   /** Off while the process cannot be sure it hears about changes: every lookup reads the database. */
   enabled: boolean;
-  get(key: string): Caller | undefined;
+  get(key: string): KeyRecord | undefined;
   /** The generation to pass to `store` for a lookup about to read the database. */
   begin(): number;
-  store(key: string, caller: Caller, generation: number): void;
+  store(key: string, record: KeyRecord, generation: number): void;
   invalidateAll(): void;
   readonly size: number;
 }
@@ -42,7 +42,7 @@ export interface AuthCacheOptions {
 }
 
 export function createAuthCache({ ttlMs, maxEntries, digest, now = Date.now }: AuthCacheOptions): AuthCache {
-  const entries = new BoundedLru<{ caller: Caller; expires: number }>(maxEntries);
+  const entries = new BoundedLru<{ record: KeyRecord; expires: number }>(maxEntries);
   let generation = 0;
   return {
     enabled: true,
@@ -55,12 +55,12 @@ export function createAuthCache({ ttlMs, maxEntries, digest, now = Date.now }: A
         entries.delete(hash);
         return undefined;
       }
-      return e.caller;
+      return e.record;
     },
     begin: () => generation,
-    store(key, caller, from) {
+    store(key, record, from) {
       if (from !== generation || !this.enabled) return;
-      entries.set(digest(key), { caller, expires: now() + ttlMs });
+      entries.set(digest(key), { record, expires: now() + ttlMs });
     },
     invalidateAll() {
       generation++;

@@ -38,10 +38,12 @@ export interface CoreDeps {
    * reads its key from the database.
    */
   authCache?: AuthCache;
+  /** The bearer token scheduled sweeps must present (`SWEEP_SECRET`); absent, sweeps are refused. */
+  sweepSecret?: string;
 }
 
-/** The authenticated key behind a request. */
-export interface Caller {
+/** An API key record as authentication found it (and the auth cache keeps it, frozen). */
+export interface KeyRecord {
   apiKeyId: string;
   accountId: string;
   status: 'active' | 'suspended' | 'revoked';
@@ -50,12 +52,36 @@ export interface Caller {
   parentApiKeyId: string | null;
 }
 
+/** The designated master key of a partner account, active (partner-* endpoints). */
+export type PartnerCaller = KeyRecord & { kind: 'partner' };
+/** Any key of an account that is not revoked (ip-to-company, ip-to-best-fit, tracker owners). */
+export type AccountKeyCaller = KeyRecord & { kind: 'account-key' };
+/** A connected user acting through an account key (`x-user-id`, optionally `x-idempotency-key`). */
+export interface ConnectedUserCaller {
+  kind: 'connected-user';
+  key: KeyRecord;
+  userId: string;
+  idempotencyKey: string | undefined;
+}
+/** A visitor's browser on a customer's site: no key, only the page's origin. */
+export interface VisitorCaller {
+  kind: 'visitor';
+  origin: string | undefined;
+}
+/** The scheduler (Supabase Cron) presenting the sweep bearer token. */
+export interface SweepCaller {
+  kind: 'sweep';
+}
+
+/** Who is behind a request: each endpoint policy admits one kind (http/policies.ts). */
+export type Caller = PartnerCaller | AccountKeyCaller | ConnectedUserCaller | VisitorCaller | SweepCaller;
+
 /** The one verb signature: `verb({ ctx, input })`. */
 export interface VerbArgs<I, C = CoreDeps> {
   ctx: C;
   input: I;
 }
 
-export type PartnerCtx = CoreDeps & { caller: Caller };
+export type PartnerCtx = CoreDeps & { caller: PartnerCaller };
 
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };

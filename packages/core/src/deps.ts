@@ -23,6 +23,7 @@ export interface CoreDepsParts {
   handOff?: (p: Promise<unknown>) => void;
   ip?: IpDeps;
   authCache?: AuthCache;
+  sweepSecret?: string;
 }
 
 /** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
@@ -40,6 +41,7 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     background: (name, task) => runner.run(name, task),
     ...(parts.ip ? { ip: parts.ip } : {}),
     ...(parts.authCache ? { authCache: parts.authCache } : {}),
+    ...(parts.sweepSecret ? { sweepSecret: parts.sweepSecret } : {}),
     runner,
   };
 }

@@ -102,6 +102,7 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
     payments: paymentProcessorFor(env),
     ...(ip ? { ip } : {}),
     ...(auth ? { authCache: auth.cache } : {}),
+    ...(env.SWEEP_SECRET ? { sweepSecret: env.SWEEP_SECRET } : {}),
   });
   return {
     ...deps,

@@ -1,18 +1,13 @@
-import { BODY_TIMEOUT_MS, createApiServer, MAX_BODY_BYTES, type CoreDeps, type FunctionApp } from '@sightline/core';
+import { allowedMethods, createApiServer, securitySchemes, type CoreDeps, type FunctionApp } from '@sightline/core';
 import { allFunctions } from '../../../functions/index.ts';
+import { readNodeBody } from './node-body.ts';
 
 export const FUNCTIONS_PREFIX = '/functions/v1';
 
 /** The OpenAPI document, generated from the route schemas. */
 export function openApiDocument(app: FunctionApp) {
-  // The key travels in x-access-key on every route; it is documented once, as the security scheme,
-  // rather than as a header parameter per route, which the validator would parse on every request.
-  app.openAPIRegistry.registerComponent('securitySchemes', 'AccessKey', {
-    type: 'apiKey',
-    in: 'header',
-    name: 'x-access-key',
-    description: 'The partner master key on partner-* routes; any account key on ip-to-company and ip-to-best-fit.',
-  });
+  // Each route names its policy's scheme; the schemes themselves are stated once.
+  for (const [name, scheme] of Object.entries(securitySchemes)) app.openAPIRegistry.registerComponent('securitySchemes', name, scheme);
   const doc = app.getOpenAPI31Document({
     openapi: '3.1.0',
     info: {
@@ -21,27 +16,14 @@ export function openApiDocument(app: FunctionApp) {
       description: 'Visitor identification and partner management. Errors are always `{ success: false, error }`.',
     },
     servers: [{ url: 'http://localhost:8787', description: 'npm start' }],
-    security: [{ AccessKey: [] }],
   });
-  // Every POST passes the same body guard (http/app.ts), so its 408 and 413 are stated once, here.
-  const bodyGuard = {
-    '408': `Request body still incomplete ${BODY_TIMEOUT_MS / 1000} s after the headers (the connection is closed)`,
-    '413': `Request body over ${MAX_BODY_BYTES} bytes`,
-  };
-  for (const item of Object.values(doc.paths ?? {})) {
-    const post = item?.post;
-    for (const [status, description] of Object.entries(bodyGuard)) {
-      if (post?.responses && !post.responses[status]) {
-        post.responses[status] = { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
-      }
-    }
-  }
   return doc;
 }
 
 /** Every function mounted the way the spec addresses it, plus /healthz and /openapi.json. */
 export function createHostApp(deps: CoreDeps, opts: { bodyTimeoutMs?: number } = {}): FunctionApp {
-  const app = createApiServer(deps, allFunctions, { functionsPrefix: FUNCTIONS_PREFIX, ...opts });
+  // The Node host reads bodies from the raw IncomingMessage (node-body.ts), not the web stream.
+  const app = createApiServer(deps, allFunctions, { functionsPrefix: FUNCTIONS_PREFIX, readBody: readNodeBody, ...opts });
   const doc = openApiDocument(app);
   app.get('/openapi.json', (c) => c.json(doc));
   app.get('/healthz', async (c) => {
@@ -55,5 +37,5 @@ export function createHostApp(deps: CoreDeps, opts: { bodyTimeoutMs?: number } =
 export function allowedMethodsAt(pathname: string): string | undefined {
   const def = allFunctions.find((f) => pathname === `${f.mount === 'functions' ? FUNCTIONS_PREFIX : ''}/${f.name}`);
   if (!def) return undefined;
-  return def.method === 'GET' ? 'GET, HEAD' : def.method;
+  return allowedMethods(def.method, def.policy.cors).join(', ');
 }

@@ -126,6 +126,7 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDep
     allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
     rateLimiter,
     payments: env.PAYMENTS_PROVIDER === 'stripe' && env.STRIPE_SECRET_KEY ? createStripeProcessor(env.STRIPE_SECRET_KEY) : builtinProcessor,
+    ...(env.SWEEP_SECRET ? { sweepSecret: env.SWEEP_SECRET } : {}),
     handOff: (p) => {
       if (typeof EdgeRuntime !== 'undefined') EdgeRuntime.waitUntil(p);
     },
@@ -135,28 +136,6 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDep
 
 export function createDenoApp(deps: CoreDeps, def: FunctionDefinition, functionsPrefix = '') {
   return createApiServer(deps, [def], { functionsPrefix });
-}
-
-/**
- * A scheduled sweep behind Supabase Cron (pg_cron + pg_net POSTing here every so often): only a POST
- * carrying `Authorization: Bearer $SWEEP_SECRET` runs it, compared in constant time.
- */
-export async function serveSweep(name: string, sweep: (deps: CoreDeps) => Promise<unknown>): Promise<void> {
-  const deps = await buildDenoDeps();
-  const secret = Deno.env.get('SWEEP_SECRET') ?? '';
-  if (secret.length < 32) throw new Error('SWEEP_SECRET (32+ characters) must be set for scheduled functions');
-  const expected = new TextEncoder().encode(`Bearer ${secret}`);
-  Deno.serve(async (req) => {
-    const given = new TextEncoder().encode(req.headers.get('authorization') ?? '');
-    let diff = given.length ^ expected.length;
-    for (let i = 0; i < expected.length; i++) diff |= (given[i] ?? 0) ^ (expected[i] ?? 0);
-    if (req.method !== 'POST') return Response.json({ success: false, error: 'use POST' }, { status: 405, headers: { Allow: 'POST' } });
-    if (diff !== 0) return Response.json({ success: false, error: 'missing or wrong sweep token' }, { status: 401 });
-    const started = Date.now();
-    const result = await sweep(deps);
-    deps.log.info('sweep finished', { sweep: name, ms: Date.now() - started, result });
-    return Response.json({ success: true, sweep: name, result });
-  });
 }
 
 /** What each supabase/functions/<name>/index.ts calls. */

@@ -1,5 +1,4 @@
-import { rollOverDuePeriods } from '@sightline/core';
-import { serveSweep } from '../_shared/host.ts';
+import { sweepPeriodRollover } from '../../../functions/sweep-period-rollover/route.ts';
+import { serveFunction } from '../_shared/host.ts';
 
-// Hourly, from Supabase Cron (see README "Scheduled sweeps").
-await serveSweep('period-rollover', (deps) => rollOverDuePeriods({ ctx: deps, input: {} }));
+await serveFunction(sweepPeriodRollover);

@@ -1,5 +1,4 @@
-import { sweepWebhookDeliveries } from '@sightline/core';
-import { serveSweep } from '../_shared/host.ts';
+import { sweepWebhookDeliveriesFunction } from '../../../functions/sweep-webhook-deliveries/route.ts';
+import { serveFunction } from '../_shared/host.ts';
 
-// Every minute, from Supabase Cron (see README "Scheduled sweeps").
-await serveSweep('webhook-deliveries', (deps) => sweepWebhookDeliveries({ ctx: deps, input: {} }));
+await serveFunction(sweepWebhookDeliveriesFunction);

@@ -1,38 +1,109 @@
 import type { RouteConfig, RouteHandler } from '@hono/zod-openapi';
-import type { Handler, MiddlewareHandler } from 'hono';
+import type { Context, Handler, MiddlewareHandler } from 'hono';
 import type { ZodType } from 'zod';
 import { AppError } from '../errors.ts';
-import { describeValidationIssues, type FunctionApp, type HonoEnv } from './app.ts';
+import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.ts';
+import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv } from './definition.ts';
+import { describeValidationIssues, errorResponse } from './envelope.ts';
+import { definitionFor } from './server.ts';
 import { findUnstorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.ts';
 
 type Schema = ZodType<unknown>;
+type ObjectSchema = Schema & { shape: Record<string, unknown> };
 
 /**
- * Registers a function's documented route: its entry in the OpenAPI document, one synchronous
- * check of the request against the route's zod schemas, then the handler, which reads the result
- * with `c.req.valid('json' | 'query')` as before.
+ * Registers a function's documented route: its entry in the OpenAPI document — with the errors,
+ * headers and security its policy and body guard add, so the document says what the runtime does —
+ * one synchronous check of the request against the route's zod schemas (body, query, path
+ * parameters, headers), then the handler, which reads the result with `c.req.valid(...)`.
  *
  * zod-openapi's own `app.openapi` checks the same schemas, but through a media-type gate and an
  * async validator per target that re-reads headers and the body cache and awaits `safeParseAsync`:
- * about a tenth of the CPU of a cached ip-to-company lookup. The request guard (app.ts) has already
- * refused a non-JSON Content-Type and read the body, so what is left is to parse and check it.
+ * about a tenth of the CPU of a cached ip-to-company lookup. The request guard has already refused
+ * a wrong Content-Type and read the body, so what is left is to parse and check it.
  */
 export function openapi<R extends RouteConfig>(app: FunctionApp, route: R, handler: RouteHandler<R, HonoEnv>): void {
+  const def = definitionFor(app);
+  if (!def) throw new Error(`${route.method} ${route.path}: openapi() registers routes of a function's own app (createApiServer)`);
   // What our functions declare is all this checks; anything else would go unchecked, so refuse it.
-  const unsupported = (['params', 'headers', 'cookies'] as const).filter((k) => route.request?.[k]);
-  if (unsupported.length || route.middleware || route.hide) {
-    throw new Error(`${route.method} ${route.path}: openapi() does not handle ${[...unsupported, route.middleware ? 'middleware' : '', route.hide ? 'hide' : ''].filter(Boolean).join(', ')}`);
+  if (route.request?.cookies || route.middleware || route.hide) {
+    throw new Error(`${route.method} ${route.path}: openapi() does not handle ${[route.request?.cookies ? 'cookies' : '', route.middleware ? 'middleware' : '', route.hide ? 'hide' : ''].filter(Boolean).join(', ')}`);
   }
-  app.openAPIRegistry.registerPath(route);
   const media = route.request?.body?.content?.['application/json'];
   const schema: unknown = media && 'schema' in media ? media.schema : undefined;
-  const body = typeof (schema as Partial<Schema> | undefined)?.safeParse === 'function' ? (schema as Schema) : undefined;
+  const body = isSchema(schema) ? schema : undefined;
   if (route.request?.body && !body) throw new Error(`${route.method} ${route.path}: a request body must be an application/json zod schema`);
-  const query = route.request?.query as Schema | undefined;
-  app.on(route.method.toUpperCase(), route.path, validateInput(body, query), handler as unknown as Handler<HonoEnv>);
+  if (body && bodyKindOf(def) === 'none') throw new Error(`${def.name}: a route with a body needs a function whose body kind is json or text-json`);
+  const query = asSchema(route.request?.query, 'query', route);
+  const params = asSchema(route.request?.params, 'params', route) as ObjectSchema | undefined;
+  const headers = asSchema(route.request?.headers, 'headers', route) as ObjectSchema | undefined;
+  app.openAPIRegistry.registerPath(documented(route, def, Boolean(body || query || params || headers)));
+  // OpenAPI writes path parameters `{name}`; Hono routes them as `:name`.
+  const path = route.path.replace(/\{([^}]+)\}/g, ':$1');
+  app.on(route.method.toUpperCase(), path, validateInput({ body, query, params, headers }), handler as unknown as Handler<HonoEnv>);
 }
 
-function validateInput(body: Schema | undefined, query: Schema | undefined): MiddlewareHandler<HonoEnv> {
+function isSchema(value: unknown): value is Schema {
+  return typeof (value as Partial<Schema> | undefined)?.safeParse === 'function';
+}
+
+function asSchema(value: unknown, part: string, route: RouteConfig): Schema | undefined {
+  if (value === undefined) return undefined;
+  if (!isSchema(value)) throw new Error(`${route.method} ${route.path}: request ${part} must be a zod schema`);
+  return value;
+}
+
+/**
+ * The route as the document shows it: its own responses, then what the function's policy and body
+ * guard can answer (a route's own description of a status wins), and the policy's security,
+ * request headers and response headers.
+ */
+function documented(route: RouteConfig, def: FunctionDefinition, validates: boolean): RouteConfig {
+  const errors = guardedErrors(def, validates);
+  const responses: RouteConfig['responses'] = {};
+  for (const [status, description] of Object.entries(errors)) responses[status] = errorResponse(description);
+  Object.assign(responses, route.responses);
+  const extraHeaders = def.policy.responseHeaders ?? {};
+  for (const [status, response] of Object.entries(responses)) {
+    const named = { ...extraHeaders.default, ...extraHeaders[status] };
+    if (!Object.keys(named).length || !('description' in response)) continue;
+    responses[status] = {
+      ...response,
+      headers: Object.fromEntries(Object.entries(named).map(([h, description]) => [h, { description, schema: { type: 'string' } }])),
+    };
+  }
+  const policyHeaders = def.policy.headers;
+  const routeHeaders = route.request?.headers as ObjectSchema | undefined;
+  const requestHeaders = policyHeaders && routeHeaders ? policyHeaders.extend(routeHeaders.shape) : (policyHeaders ?? routeHeaders);
+  const routeBody = route.request?.body;
+  const json = routeBody?.content['application/json'];
+  // A beacon's body is documented under both media types it may arrive as.
+  const body = bodyKindOf(def) === 'text-json' && routeBody && json ? { ...routeBody, content: { 'text/plain': json, ...routeBody.content } } : routeBody;
+  const request = { ...route.request, ...(body ? { body } : {}), ...(requestHeaders ? { headers: requestHeaders } : {}) } as RouteConfig['request'];
+  return { ...route, request, responses, security: def.policy.security };
+}
+
+/**
+ * The error answers a function can give before or around its route, whatever the route does: its
+ * policy's, its body guard's, a wrong method, an unexpected failure; and a validation error when
+ * the route checks any input. The document lists them; the contract test makes each happen.
+ */
+export function guardedErrors(def: FunctionDefinition, validates: boolean): Record<string, string> {
+  const kind = bodyKindOf(def);
+  const errors: Record<string, string> = {};
+  if (validates || kind !== 'none') errors['400'] = 'Validation error: missing required field or malformed value';
+  for (const [status, description] of Object.entries(def.policy.errors)) if (description) errors[status] = description;
+  errors['405'] = 'Wrong HTTP method';
+  if (kind !== 'none') {
+    errors['408'] = `Request body still incomplete ${BODY_TIMEOUT_MS / 1000} s after the headers (the connection is closed)`;
+    errors['413'] = `Request body over ${MAX_BODY_BYTES} bytes`;
+  }
+  errors['500'] = 'Internal error; retry';
+  return errors;
+}
+
+function validateInput(parts: { body?: Schema; query?: Schema; params?: ObjectSchema; headers?: ObjectSchema }): MiddlewareHandler<HonoEnv> {
+  const { body, query, params, headers } = parts;
   return (c, next) => {
     if (body) {
       let value: unknown;
@@ -49,8 +120,20 @@ function validateInput(body: Schema | undefined, query: Schema | undefined): Mid
       for (const [k, v] of Object.entries(c.req.queries())) raw[k] = v.length === 1 ? (v[0] as string) : v;
       c.req.addValidatedData('query', checked(query, raw));
     }
+    if (params) c.req.addValidatedData('param', checked(params, c.req.param()));
+    if (headers) c.req.addValidatedData('header', checked(headers, namedHeaders(c, headers)));
     return next();
   };
+}
+
+/** Only the headers a schema names (lower-case, as HTTP/2 and Hono give them), absent ones left out. */
+function namedHeaders(c: Context<HonoEnv>, schema: ObjectSchema): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys(schema.shape)) {
+    const value = c.req.header(name);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
 }
 
 function checked(schema: Schema, value: unknown): object {

@@ -1,11 +1,11 @@
-import type { Caller, CoreDeps, VerbArgs } from '../context.ts';
+import type { AccountKeyCaller, CoreDeps, KeyRecord, PartnerCaller, VerbArgs } from '../context.ts';
 import { isWellFormedApiKey } from '../crypto.ts';
 import { forbidden, unauthorized } from '../errors.ts';
 
 interface KeyRow {
   id: string;
   account_id: string;
-  status: Caller['status'];
+  status: KeyRecord['status'];
   is_partner_master: boolean;
   parent_api_key_id: string | null;
   is_partner: boolean;
@@ -17,13 +17,13 @@ interface KeyRow {
  * auth-cache.ts for why a rotation or revocation still takes effect the moment it commits), else
  * from the database by keyed hash.
  */
-export async function authenticateKey({ ctx, input }: VerbArgs<{ key: string | undefined }>): Promise<Caller> {
+export async function findKeyRecord({ ctx, input }: VerbArgs<{ key: string | undefined }>): Promise<KeyRecord> {
   const key = input.key?.trim();
   if (!key) throw unauthorized('missing x-access-key header');
   const cache = ctx.authCache;
   // Only keys that passed the checks below and were found are ever cached.
-  let caller = cache?.get(key);
-  if (!caller) {
+  let record = cache?.get(key);
+  if (!record) {
     if (!isWellFormedApiKey(key)) throw unauthorized('x-access-key is not a valid API key');
     const generation = cache?.begin() ?? 0;
     const hash = await ctx.keyring.hashApiKey(key);
@@ -33,7 +33,7 @@ export async function authenticateKey({ ctx, input }: VerbArgs<{ key: string | u
       where k.key_hash = ${hash}`;
     if (!row) throw unauthorized('x-access-key is not a valid API key');
     // Frozen: one cached record is shared by every request that presents the key.
-    caller = Object.freeze({
+    record = Object.freeze({
       apiKeyId: row.id,
       accountId: row.account_id,
       status: row.status,
@@ -41,20 +41,25 @@ export async function authenticateKey({ ctx, input }: VerbArgs<{ key: string | u
       isPartnerMaster: row.is_partner_master,
       parentApiKeyId: row.parent_api_key_id,
     });
-    cache?.store(key, caller, generation);
+    cache?.store(key, record, generation);
   }
-  if (caller.status === 'revoked') throw unauthorized('this API key has been revoked');
-  return caller;
+  if (record.status === 'revoked') throw unauthorized('this API key has been revoked');
+  return record;
+}
+
+/** Any key of an account that is not revoked (a suspended key still reads and looks up). */
+export async function authenticateKey(args: VerbArgs<{ key: string | undefined }>): Promise<AccountKeyCaller> {
+  return { kind: 'account-key', ...(await findKeyRecord(args)) };
 }
 
 /**
  * Partner endpoints: the key must be active, belong to a partner account and be that account's
  * designated master key (spec, Authentication rule 3).
  */
-export async function authenticatePartner(args: VerbArgs<{ key: string | undefined }, CoreDeps>): Promise<Caller> {
-  const caller = await authenticateKey(args);
-  if (caller.status !== 'active') throw unauthorized('this API key is inactive (suspended)');
-  if (!caller.isPartner) throw forbidden('this account is not a partner account');
-  if (!caller.isPartnerMaster) throw forbidden('this key is not the designated partner master key');
-  return caller;
+export async function authenticatePartner(args: VerbArgs<{ key: string | undefined }, CoreDeps>): Promise<PartnerCaller> {
+  const record = await findKeyRecord(args);
+  if (record.status !== 'active') throw unauthorized('this API key is inactive (suspended)');
+  if (!record.isPartner) throw forbidden('this account is not a partner account');
+  if (!record.isPartnerMaster) throw forbidden('this key is not the designated partner master key');
+  return { kind: 'partner', ...record };
 }

@@ -1,0 +1,59 @@
+import { z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { AppError } from '../errors.ts';
+import type { HonoEnv } from './definition.ts';
+
+/** The one error body, as the OpenAPI document shows it. */
+export const ErrorBody = z
+  .object({ success: z.literal(false), error: z.string() })
+  .openapi('Error', { description: 'Every error: `{ success: false, error }`' });
+
+/** A documented error response of `description`, in the envelope. */
+export const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ErrorBody } },
+});
+
+type ZodIssueLike = { path: PropertyKey[]; message: string; code?: string };
+
+/** Turns zod issues into one sentence a developer can act on. */
+export function describeValidationIssues(issues: readonly ZodIssueLike[]): string {
+  const parts = issues.slice(0, 5).map((i) => {
+    const field = i.path.map(String).join('.') || 'body';
+    if (i.code === 'invalid_type' && /received undefined/.test(i.message)) return `${field} is required`;
+    if (i.code === 'unrecognized_keys') return i.message.replace(/^Unrecognized keys?/, 'unknown field(s)');
+    return `${field}: ${i.message}`;
+  });
+  return parts.join('; ');
+}
+
+const defaultMessages: Record<number, string> = {
+  400: 'bad request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not found',
+  405: 'method not allowed',
+};
+
+/** The one envelope: every error leaves as `{ success: false, error }` (plus documented extras). */
+export function renderError(err: unknown, c: Context<HonoEnv>): Response {
+  if (err instanceof AppError) {
+    for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+    return c.json({ success: false, error: err.message, ...err.extra }, err.status);
+  }
+  if (err instanceof HTTPException && err.status < 500) {
+    // Hono's own validators: malformed JSON, unreadable bodies.
+    const message = err.message || defaultMessages[err.status] || 'bad request';
+    return c.json({ success: false, error: message }, err.status);
+  }
+  const requestId = c.get('requestId') ?? 'unknown';
+  const deps = c.get('deps');
+  deps?.log.error('unhandled error', {
+    request_id: requestId,
+    path: new URL(c.req.url).pathname,
+    error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    stack: err instanceof Error ? err.stack : undefined,
+  });
+  return c.json({ success: false, error: `internal error, please retry (request id ${requestId})` }, 500);
+}

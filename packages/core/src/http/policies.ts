@@ -1,0 +1,253 @@
+import { z } from '@hono/zod-openapi';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Caller, PartnerCaller } from '../context.ts';
+import { AppError, unauthorized } from '../errors.ts';
+import { authenticateKey, authenticatePartner, findKeyRecord } from '../verbs/auth.ts';
+import { assertPoolHasIds } from '../verbs/ledger.ts';
+import { dispatchNewEvents } from '../webhooks/delivery.ts';
+import type { HonoEnv } from './definition.ts';
+
+/**
+ * A function's policy: who may call it and what guards it, as one value. The server runs it (the
+ * authentication, then the middleware, in order) and the OpenAPI document is built from it (the
+ * errors, headers and security it documents), so the two cannot drift apart.
+ */
+export interface Policy {
+  /** What the OpenAPI document calls the caller. */
+  description: string;
+  /** Who the caller is; an AppError (401, 403, 400) when nobody acceptable is. */
+  authenticate(c: Context<HonoEnv>): Promise<Caller>;
+  /**
+   * Runs after authentication, in order, around the route: guards refuse before any work (so a
+   * refused request changes nothing), and after-effects run once the route has answered.
+   */
+  middleware: MiddlewareHandler<HonoEnv>[];
+  /** Error responses the policy itself can give, by status. */
+  errors: Partial<Record<number, string>>;
+  /** Request headers it reads beyond the credential, validated before the route runs. */
+  headers?: z.ZodObject;
+  /** Response headers it sets, by status ('default' for every answer). */
+  responseHeaders?: Record<string, Record<string, string>>;
+  /** The OpenAPI security requirement (empty: no credential). */
+  security: Array<Record<string, string[]>>;
+  /** Browsers call it from other sites: CORS headers on every answer and preflights answered. */
+  cors: boolean;
+}
+
+/** The security schemes the policies refer to, registered once in the document. */
+export const securitySchemes = {
+  AccessKey: {
+    type: 'apiKey' as const,
+    in: 'header' as const,
+    name: 'x-access-key',
+    description: 'An API key: the partner master key on partner-* routes; any key of the account elsewhere.',
+  },
+  SweepToken: {
+    type: 'http' as const,
+    scheme: 'bearer',
+    description: 'SWEEP_SECRET: what the scheduler (Supabase Cron) presents to the sweep functions.',
+  },
+};
+
+/**
+ * The API-wide rate limit, then the out-of-IDs guard. A refused request is refused before any work,
+ * so it changes nothing. Headers follow the IETF RateLimit fields draft.
+ */
+const partnerLimits: MiddlewareHandler<HonoEnv> = async (c, next) => {
+  const deps = c.get('deps');
+  const caller = c.get('caller') as PartnerCaller;
+  const d = await deps.rateLimiter.hit(caller.apiKeyId);
+  const headers = {
+    'RateLimit-Policy': `"partner";q=${d.limit};w=${d.windowSeconds}`,
+    RateLimit: `"partner";r=${d.remaining};t=${d.resetSeconds}`,
+  };
+  if (!d.allowed) {
+    throw new AppError(429, `rate limit of ${d.limit} requests per ${d.windowSeconds} s reached; retry in ${d.resetSeconds} s`, {}, {
+      ...headers,
+      'Retry-After': String(d.resetSeconds),
+    });
+  }
+  await assertPoolHasIds({ ctx: deps, input: { accountId: caller.accountId } });
+  // Hono's compose turns an error thrown further in into a response, so this runs for those too.
+  await next();
+  for (const [k, v] of Object.entries(headers)) c.header(k, v);
+};
+
+/**
+ * A partner action may change keys (rotate, release, suspend, adopt): this process's auth cache is
+ * cleared before the response leaves, so nothing here can accept a key the client has been told
+ * is gone. Other processes hear of it from the database (auth-cache.ts).
+ */
+const forgetCachedKeys: MiddlewareHandler<HonoEnv> = async (c, next) => {
+  try {
+    await next();
+  } finally {
+    c.get('deps').authCache?.invalidateAll();
+  }
+};
+
+/**
+ * After a partner action commits, its events' first delivery attempts start in the background: the
+ * response never waits for them and a slow or failing receiver never fails the action.
+ */
+const dispatchAfterAction: MiddlewareHandler<HonoEnv> = async (c, next) => {
+  await next();
+  if (c.res.status < 400) {
+    const deps = c.get('deps');
+    const partnerAccountId = (c.get('caller') as PartnerCaller).accountId;
+    deps.background('webhooks', () => dispatchNewEvents({ ctx: deps, input: { partnerAccountId } }));
+  }
+};
+
+const accessKey = (c: Context<HonoEnv>) => ({ ctx: c.get('deps'), input: { key: c.req.header('x-access-key') } });
+
+const KEY_401 = 'x-access-key missing, unknown, revoked or inactive';
+const PARTNER_403 = 'Not the designated partner master key, not a partner account, or another partner’s resource';
+const LIMIT_HEADERS = {
+  default: {
+    RateLimit: 'Remaining requests and seconds to the reset of the API-wide limit (IETF RateLimit fields draft)',
+    'RateLimit-Policy': 'The API-wide limit: requests per window',
+  },
+  '429': { 'Retry-After': 'Seconds until the limit resets' },
+};
+
+function partnerPolicy(opts: { limited: boolean; action: boolean }): Policy {
+  return {
+    description: 'The designated master key of a partner account',
+    authenticate: (c) => authenticatePartner(accessKey(c)),
+    middleware: [...(opts.limited ? [partnerLimits] : []), ...(opts.action ? [forgetCachedKeys, dispatchAfterAction] : [])],
+    errors: {
+      401: KEY_401,
+      403: PARTNER_403,
+      ...(opts.limited
+        ? { 402: 'The partner pool has no identifications left', 429: 'API-wide rate limit reached; see Retry-After' }
+        : {}),
+    },
+    ...(opts.limited ? { responseHeaders: LIMIT_HEADERS } : {}),
+    security: [{ AccessKey: [] }],
+    cors: false,
+  };
+}
+
+/** The sweep token, compared in constant time (its length is not secret; its bytes are). */
+function sameToken(given: string, expected: string): boolean {
+  const a = new TextEncoder().encode(given);
+  const b = new TextEncoder().encode(expected);
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) diff |= (a[i] ?? 0) ^ (b[i] ?? 0);
+  return diff === 0;
+}
+
+const UserHeaders = z.object({
+  'x-user-id': z.guid('must be a uuid').openapi({ description: 'The connected user acting (a UUID)' }),
+});
+const IdempotentUserHeaders = UserHeaders.extend({
+  'x-idempotency-key': z.guid('must be a uuid').openapi({ description: 'A UUID: a repeated request with the same key answers the original outcome' }),
+});
+
+/** Reads and checks a policy's request headers (400 naming the header). */
+function parseHeaders<T extends z.ZodObject>(schema: T, c: Context<HonoEnv>): z.infer<T> {
+  const raw: Record<string, string | undefined> = {};
+  for (const name of Object.keys(schema.shape)) raw[name] = c.req.header(name);
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const header = String(issue?.path[0] ?? 'header');
+    throw new AppError(400, raw[header] === undefined ? `the ${header} header is required` : `the ${header} header ${issue?.message ?? 'is not valid'}`);
+  }
+  return parsed.data;
+}
+
+/**
+ * Every policy a function can have. Partner routes come in three: actions (rate-limited, pool
+ * guarded, and after a success this process forgets cached keys and starts webhook delivery),
+ * reads (rate-limited and pool guarded) and the pool read, which is neither (spec: it is how a
+ * partner finds out why everything else says 402).
+ */
+export const policies = {
+  partnerAction: partnerPolicy({ limited: true, action: true }),
+  partnerRead: partnerPolicy({ limited: true, action: false }),
+  partnerPoolRead: partnerPolicy({ limited: false, action: false }),
+
+  /** Any key of an account that is not revoked: a suspended key still looks up and reads. */
+  accountKey: {
+    description: 'Any key of the account',
+    authenticate: (c) => authenticateKey(accessKey(c)),
+    middleware: [],
+    errors: { 401: KEY_401 },
+    security: [{ AccessKey: [] }],
+    cors: false,
+  } satisfies Policy,
+
+  /**
+   * The key that owns a tracker (a child's key, or a partner's master key for its own trackers):
+   * what it may see is scoped by the verb to the trackers of that key.
+   */
+  trackerOwner: {
+    description: 'The key that owns the tracker: the child’s key, or the partner master key for its own trackers',
+    authenticate: (c) => authenticateKey(accessKey(c)),
+    middleware: [],
+    errors: { 401: KEY_401 },
+    security: [{ AccessKey: [] }],
+    cors: false,
+  } satisfies Policy,
+
+  /** A connected user acting through an account key (spec: `x-user-id`, a UUID). */
+  connectedUser: connectedUserPolicy(UserHeaders),
+  /** The same, with `x-idempotency-key` (a UUID) required: a repeated request answers the original outcome. */
+  idempotentConnectedUser: connectedUserPolicy(IdempotentUserHeaders),
+
+  /** A visitor's browser on a customer's site: no key, CORS for every origin, no credentials. */
+  publicTracker: {
+    description: 'No key: called by the tracker script from visitors’ browsers',
+    authenticate: async (c) => ({ kind: 'visitor', origin: c.req.header('origin') }),
+    middleware: [],
+    errors: {},
+    security: [],
+    cors: true,
+  } satisfies Policy,
+
+  /** The scheduler: `Authorization: Bearer $SWEEP_SECRET`; without a configured secret nobody may. */
+  sweep: {
+    description: 'The scheduler, with the sweep token',
+    authenticate: async (c) => {
+      const expected = c.get('deps').sweepSecret;
+      const given = c.req.header('authorization') ?? '';
+      if (!expected || !sameToken(given, `Bearer ${expected}`)) throw unauthorized('missing or wrong sweep token');
+      return { kind: 'sweep' };
+    },
+    middleware: [],
+    errors: { 401: 'Missing or wrong sweep token' },
+    security: [{ SweepToken: [] }],
+    cors: false,
+  } satisfies Policy,
+} satisfies Record<string, Policy>;
+
+function connectedUserPolicy(headers: typeof UserHeaders | typeof IdempotentUserHeaders): Policy {
+  return {
+    description: 'A connected user, through any key of the account',
+    authenticate: async (c) => {
+      const key = await findKeyRecord(accessKey(c));
+      const h = parseHeaders(headers, c);
+      return {
+        kind: 'connected-user',
+        key,
+        userId: h['x-user-id'],
+        idempotencyKey: 'x-idempotency-key' in h ? (h['x-idempotency-key'] as string) : undefined,
+      };
+    },
+    middleware: [],
+    errors: { 400: 'A missing or malformed x-user-id (or x-idempotency-key)', 401: KEY_401 },
+    headers,
+    security: [{ AccessKey: [] }],
+    cors: false,
+  };
+}
+
+/** The CORS answer headers of a public function (no credentials, so any origin may call it). */
+export const CORS_HEADERS: Record<string, string> = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
+  'Access-Control-Allow-Headers': 'Content-Type',
+  'Access-Control-Max-Age': '86400',
+};
