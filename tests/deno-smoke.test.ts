@@ -1,15 +1,15 @@
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { grantCredits, migrate } from '@sightline/core';
-import { loadMigrations, openPglite } from '@sightline/host';
+import { grantCredits } from '@sightline/core';
 import { buildEdgeData } from '../packages/host/src/edge-data.ts';
-import { call, createTestEnv, envForDatabase, TEST_SECRET, type Json, type TestEnv } from './support/app.ts';
+import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
+import { DENO, SERVE_SCRIPT, openPgliteDirEnv, startDenoFunctions, type DenoFunctionServer } from './support/deno-functions.ts';
+import { REPO_ROOT } from './support/process.ts';
 import { seedDirectAccount, seedPartner } from './support/seed.ts';
 
 /**
@@ -19,112 +19,10 @@ import { seedDirectAccount, seedPartner } from './support/seed.ts';
  * answers.
  */
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DENO = join(ROOT, 'node_modules/.bin/deno');
-const SCRIPT = 'tests/deno/serve-function.ts';
-const STARTUP_TIMEOUT_MS = 60_000;
-const SHUTDOWN_TIMEOUT_MS = 10_000;
-
 interface Answer {
   status: number;
   body: Json;
   allow: string | null;
-}
-
-interface DenoServer {
-  origin: string;
-  /** SIGTERM, then the exit; rejects (after making sure the process is gone) unless it exits 0. */
-  stop(): Promise<void>;
-}
-
-function exited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
-  if (exited(child)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
-}
-
-async function startDeno(dbEnv: ({ DATABASE_URL: string } | { PGLITE_DIR: string }) & { IP_DATA_DIR: string }): Promise<DenoServer> {
-  // Only the database the test chose may reach the child, never one inherited from the shell.
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !['DATABASE_URL', 'SUPABASE_DB_URL', 'PGLITE_DIR', 'PORT', 'REDIS_URL', 'IP_DATA_DIR'].includes(k)),
-  );
-  const child = spawn(DENO, ['run', '--allow-all', '--config', 'deno.json', SCRIPT], {
-    cwd: ROOT,
-    env: { ...inherited, ...dbEnv, PORT: '0', SIGHTLINE_SECRET: TEST_SECRET, NO_COLOR: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-
-  const kill = async () => {
-    if (exited(child)) return;
-    child.kill('SIGKILL');
-    await waitForExit(child, SHUTDOWN_TIMEOUT_MS);
-  };
-
-  const port = await new Promise<number>((resolve, reject) => {
-    const fail = (why: string) => {
-      cleanup();
-      reject(new Error(`Deno server ${why}.\n--- stderr ---\n${stderr}\n--- stdout ---\n${stdout}`));
-    };
-    const onData = () => {
-      const m = /^listening (\d+)$/m.exec(stdout);
-      if (m?.[1]) {
-        cleanup();
-        resolve(Number(m[1]));
-      }
-    };
-    // 'close', not 'exit': it waits for stdio to drain, so the error carries all of Deno's stderr.
-    const onClose = (code: number | null, signal: string | null) => fail(`exited before listening (code ${code}, signal ${signal})`);
-    const onError = (err: Error) => fail(`could not be spawned: ${err.message}`);
-    const timer = setTimeout(() => fail(`did not report a port within ${STARTUP_TIMEOUT_MS / 1000} s`), STARTUP_TIMEOUT_MS);
-    function cleanup() {
-      clearTimeout(timer);
-      child.stdout?.off('data', onData);
-      child.off('close', onClose);
-      child.off('error', onError);
-    }
-    child.stdout?.on('data', onData);
-    child.once('close', onClose);
-    child.once('error', onError);
-  }).catch(async (err: unknown) => {
-    await kill();
-    throw err;
-  });
-
-  return {
-    origin: `http://127.0.0.1:${port}`,
-    async stop() {
-      if (exited(child)) throw new Error(`Deno server died early (code ${child.exitCode}):\n${stderr}`);
-      child.kill('SIGTERM');
-      if (!(await waitForExit(child, SHUTDOWN_TIMEOUT_MS))) {
-        await kill();
-        throw new Error(`Deno server ignored SIGTERM for ${SHUTDOWN_TIMEOUT_MS / 1000} s and was killed:\n${stderr}`);
-      }
-      if (child.exitCode !== 0) throw new Error(`Deno server exited with ${child.exitCode ?? child.signalCode} on SIGTERM:\n${stderr}`);
-    },
-  };
-}
-
-/**
- * The embedded default has no URL a second process could use, so the data lives in a directory
- * instead of memory; PGlite allows one process at a time, hence Node must close before Deno opens.
- */
-async function createPgliteDirEnv(dir: string): Promise<TestEnv> {
-  const db = await openPglite(dir);
-  await migrate(db, await loadMigrations());
-  return envForDatabase({ db, url: undefined, drop: () => db.close() });
 }
 
 async function fromNode(env: TestEnv, opts: Parameters<typeof call>[2]): Promise<Answer> {
@@ -132,7 +30,7 @@ async function fromNode(env: TestEnv, opts: Parameters<typeof call>[2]): Promise
   return { status: res.status, body: res.body, allow: res.headers.get('allow') };
 }
 
-async function fromDeno(server: DenoServer, init: { key?: string; method?: string }): Promise<Answer> {
+async function fromDeno(server: DenoFunctionServer, init: { key?: string; method?: string }): Promise<Answer> {
   const res = await fetch(`${server.origin}/partner-pool-state`, {
     method: init.method ?? 'GET',
     headers: init.key === undefined ? {} : { 'x-access-key': init.key },
@@ -144,12 +42,12 @@ async function fromDeno(server: DenoServer, init: { key?: string; method?: strin
 let env: TestEnv | undefined;
 let dataDir: string | undefined;
 let ipDataDir: string | undefined;
-let deno: DenoServer | undefined;
+let deno: DenoFunctionServer | undefined;
 let key = '';
 let lookupKey = '';
 
 /** The server beforeAll started; a test reaching here without one has nothing to compare against. */
-function running(): DenoServer {
+function running(): DenoFunctionServer {
   if (!deno) throw new Error('the Deno server did not start (see beforeAll)');
   return deno;
 }
@@ -160,7 +58,7 @@ beforeAll(async () => {
     env = await createTestEnv();
   } else {
     dataDir = await mkdtemp(join(tmpdir(), 'sightline-deno-smoke-'));
-    env = await createPgliteDirEnv(dataDir);
+    env = await openPgliteDirEnv(dataDir);
   }
   // Every field non-default, including sub-millisecond timestamps and a numeric, so a driver
   // difference in decoding shows up as a diff rather than hiding behind nulls and zeros.
@@ -182,10 +80,10 @@ beforeAll(async () => {
   if (dataDir) {
     await env.close();
     env = undefined;
-    deno = await startDeno({ PGLITE_DIR: dataDir, IP_DATA_DIR: ipDataDir });
+    deno = await startDenoFunctions({ PGLITE_DIR: dataDir }, { IP_DATA_DIR: ipDataDir });
   } else {
     if (!env.url) throw new Error('createTestEnv returned no URL for a Postgres database');
-    deno = await startDeno({ DATABASE_URL: env.url, IP_DATA_DIR: ipDataDir });
+    deno = await startDenoFunctions({ DATABASE_URL: env.url }, { IP_DATA_DIR: ipDataDir });
   }
 }, 120_000);
 
@@ -203,7 +101,7 @@ afterAll(async () => {
 describe(`partner-pool-state under Deno (${usingPostgres ? 'Postgres' : 'embedded PGlite'})`, () => {
   it('the Deno entry script passes deno check', async () => {
     await expect(
-      promisify(execFile)(DENO, ['check', '--quiet', '--config', 'deno.json', SCRIPT], { cwd: ROOT, timeout: 60_000 }),
+      promisify(execFile)(DENO, ['check', '--quiet', '--config', 'deno.json', SERVE_SCRIPT], { cwd: REPO_ROOT, timeout: 60_000 }),
     ).resolves.toBeDefined();
   });
 

@@ -2,8 +2,9 @@
  * Serves partner-pool-state (and, for request bodies under Deno, partner-create-child-key, and
  * ip-to-company from the edge data snapshot in IP_DATA_DIR) the way
  * the supabase/functions entrypoints do, but on a port the caller can find and with a database the
- * caller chose, so tests/deno-smoke.test.ts can compare it with the Node host. Deno-only: excluded
- * from tsconfig and vitest on purpose.
+ * caller chose, so tests/deno-smoke.test.ts can compare it with the Node host and
+ * tests/supabase-client.test.ts can call it through supabase-js (behind
+ * tests/support/supabase-gateway.ts). Deno-only: excluded from tsconfig and vitest on purpose.
  *
  * Env: SIGHTLINE_SECRET; DATABASE_URL, or PGLITE_DIR for a PGlite data dir the test seeded (the
  * embedded default has no URL to hand over); PORT (default 0, i.e. any free port).
