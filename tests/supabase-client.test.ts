@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { allowedMethodsAt, createNodeServer } from '@sightline/host';
 import { allFunctions } from '../functions/index.ts';
+import type { CreateChildKeyInput, UpdateChildInput } from '@sightline/core';
 import { AdoptResponse } from '../functions/partner-adopt-existing-key/route.ts';
-import { type CreateChildBody, CreateChildResponse } from '../functions/partner-create-child-key/route.ts';
+import { CreateChildResponse } from '../functions/partner-create-child-key/route.ts';
 import { ListChildrenResponse } from '../functions/partner-list-children/route.ts';
 import { ListEventsResponse } from '../functions/partner-list-events/route.ts';
 import { PoolStateResponse } from '../functions/partner-pool-state/route.ts';
@@ -19,7 +20,7 @@ import { ReplayResponse } from '../functions/partner-replay-event/route.ts';
 import { RotateResponse } from '../functions/partner-rotate-child-key/route.ts';
 import { SetWebhookResponse } from '../functions/partner-set-webhook/route.ts';
 import { TransferResponse } from '../functions/partner-transfer-topup/route.ts';
-import { type UpdateChildBody, UpdateChildResponse } from '../functions/partner-update-child/route.ts';
+import { UpdateChildResponse } from '../functions/partner-update-child/route.ts';
 import { createTestEnv, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { openPgliteDirEnv, startDenoFunctions, type DenoFunctionServer } from './support/deno-functions.ts';
@@ -165,7 +166,7 @@ describe('supabase-js against the Node host (/functions/v1/<name>)', () => {
     });
 
     it('partner-create-child-key: 201 with the new child’s key', async () => {
-      const body = { name: 'Invoked Ltd', domain: uniqueDomain('invoked'), monthly_id_quota: 50 } satisfies z.input<typeof CreateChildBody>;
+      const body = { name: 'Invoked Ltd', domain: uniqueDomain('invoked'), monthly_id_quota: 50 } satisfies CreateChildKeyInput;
       const res = await ok('partner-create-child-key', CreateChildResponse, { headers: master(), body });
       expect(res.status).toBe(201);
       child = res.data.child;
@@ -182,7 +183,7 @@ describe('supabase-js against the Node host (/functions/v1/<name>)', () => {
     });
 
     it('partner-update-child: a quota increase applies at once', async () => {
-      const body = { child_api_key_id: child.api_key_id, name: 'Renamed Ltd', monthly_id_quota: 80 } satisfies z.input<typeof UpdateChildBody>;
+      const body = { child_api_key_id: child.api_key_id, name: 'Renamed Ltd', monthly_id_quota: 80 } satisfies UpdateChildInput;
       const res = await ok('partner-update-child', UpdateChildResponse, { headers: master(), body });
       expect(res.data.child).toMatchObject({ id: child.api_key_id, name: 'Renamed Ltd', parent_api_key_id: partner.api_key_id });
       expect(res.data.subscription.monthly_id_quota).toBe(80);
@@ -349,7 +350,7 @@ describe(`supabase-js against a Deno-served function behind the gateway (${using
   });
 
   it('partner-create-child-key: a JSON body read from Deno’s request stream, 201', async () => {
-    const body = { name: 'Deno Invoked', domain: uniqueDomain('deno-invoked'), monthly_id_quota: 3 } satisfies z.input<typeof CreateChildBody>;
+    const body = { name: 'Deno Invoked', domain: uniqueDomain('deno-invoked'), monthly_id_quota: 3 } satisfies CreateChildKeyInput;
     const res = await invokeOk(functions(), 'partner-create-child-key', CreateChildResponse, { headers: keyed(key), body });
     expect(res.status).toBe(201);
     expect(res.data.child).toMatchObject({ name: 'Deno Invoked', status: 'active' });

@@ -206,18 +206,19 @@ describe('a live sender never loses its claim', { timeout: 60_000 }, () => {
   it('a sender that cannot renew gives queued events back unsent instead of sending them late, and no attempt is counted', async () => {
     const r = await slowReceiver(0);
     const partner = await partnerWithEvents(r.url, 128);
-    // A 1 s timeout makes an attempt 1.5 s, so two rounds (128 events) fit in a 3.5 s claim with its
-    // 0.5 s margin; but each attempt waits 2.3 s in the transport, so when the second round is due
-    // only ~1.2 s of the lease is left (less than an attempt and its margin: 2 s), and no renewal
-    // has landed. The first round still finishes ~1.2 s inside the lease.
-    const lease: DeliveryLease = { leaseMs: 3_500, attemptSlackMs: 500, marginMs: 500 };
+    // A 2 s timeout makes an attempt 3 s, so two rounds (128 events) fit in a 7.5 s claim with its
+    // 1 s margin; but each attempt waits 4.6 s in the transport, so when the second round is due
+    // only ~2.9 s of the lease is left (less than an attempt and its margin: 4 s), and no renewal
+    // has landed. The first round still finishes ~2.9 s inside the lease, room enough for a machine
+    // busy with the whole suite.
+    const lease: DeliveryLease = { leaseMs: 7_500, attemptSlackMs: 1_000, marginMs: 1_000 };
     const a: CoreDeps = {
       ...env.deps,
       db: renewalsFail(env.deps.db),
-      webhookTimeoutMs: 1_000,
-      webhooks: queuedTransport(env.deps.webhooks, 2_300),
+      webhookTimeoutMs: 2_000,
+      webhooks: queuedTransport(env.deps.webhooks, 4_600),
     };
-    const b = await otherReplica(1_000);
+    const b = await otherReplica(2_000);
     const first = sweepWebhookDeliveries({ ctx: a, input: { lease, maxBatches: 1 } });
     await untilLeased(partner, 128);
     const [report] = await Promise.all([first, keepRunning(partner, () => sweepWebhookDeliveries({ ctx: b, input: { lease } }))]);

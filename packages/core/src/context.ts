@@ -4,7 +4,7 @@ import type { Sql } from './db.ts';
 import type { RateLimiter } from './limits.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import type { PaymentProcessor } from './payments/processor.ts';
-import type { IpDeps } from './ip/waterfall.ts';
+import type { IpDeps } from './ip/resolve-ip.ts';
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;

@@ -6,7 +6,7 @@ import type { Sql } from './db.ts';
 import { createMemoryRateLimiter, type RateLimiter } from './limits.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
-import type { IpDeps } from './ip/waterfall.ts';
+import type { IpDeps } from './ip/resolve-ip.ts';
 
 export interface CoreDepsParts {
   db: Sql;

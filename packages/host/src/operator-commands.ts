@@ -41,8 +41,40 @@ const uuid = (name: string) => z.guid({ message: `--${name} must be a uuid` });
  */
 const MAX_CONSUME_COUNT = 10_000;
 
+/** One command as the table holds it: raw string flags in, the verb's result out. */
+interface OperatorCommandSpec {
+  usage: string;
+  /** Parses `flags` strictly and runs the verb; bad or unknown flags are AppError 400 with the usage line. */
+  run: (deps: CoreDeps, flags: Record<string, string>, progress: Progress) => Promise<unknown>;
+}
+
+/**
+ * Binds a command's flag schema to its verb. The verb is typed by what the schema infers, so no
+ * command restates its flags in a cast, and the schema's type stops here: the table holds uniform
+ * values and `runOperatorCommand` needs no knowledge of any one command's flags.
+ */
+function command<Shape extends z.core.$ZodShape>(spec: {
+  usage: string;
+  schema: z.ZodObject<Shape>;
+  run: (deps: CoreDeps, flags: z.infer<z.ZodObject<Shape>>, progress: Progress) => unknown;
+}): OperatorCommandSpec {
+  // Strict: a misspelt flag is refused by name, not silently dropped so the command runs without it.
+  const schema = spec.schema.strict();
+  return {
+    usage: spec.usage,
+    async run(deps, flags, progress) {
+      const parsed = schema.safeParse(flags);
+      if (!parsed.success) {
+        const msg = parsed.error.issues.map((i) => i.message).join('; ');
+        throw new AppError(400, `${msg}\nusage: npm run admin -- ${spec.usage}`);
+      }
+      return spec.run(deps, parsed.data, progress);
+    },
+  };
+}
+
 const commands = {
-  'create-partner': {
+  'create-partner': command({
     usage: 'create-partner --name N [--billing prepaid|invoice_monthly] [--quota N] [--topup N] [--per-id-pence P] [--card pm_x]',
     schema: z.object({
       name: z.string({ message: '--name is required' }).min(1, '--name is required'),
@@ -52,35 +84,29 @@ const commands = {
       'per-id-pence': z.coerce.number({ message: '--per-id-pence must be a number' }).positive().optional(),
       card: z.string().min(1).optional(),
     }),
-    run: (deps: CoreDeps, a: Record<string, unknown>) => {
-      const f = a as { name: string; billing?: 'prepaid' | 'invoice_monthly'; quota?: number; topup?: number; 'per-id-pence'?: number; card?: string };
-      return createPartner({
+    run: (deps, f) =>
+      createPartner({
         ctx: deps,
         input: { name: f.name, billing: f.billing, quota: f.quota, topup: f.topup, perIdPence: f['per-id-pence'], card: f.card },
-      });
-    },
-  },
-  'create-account': {
+      }),
+  }),
+  'create-account': command({
     usage: 'create-account --name N --domain D',
     schema: z.object({
       name: z.string({ message: '--name is required' }).min(1, '--name is required'),
       domain: z.string({ message: '--domain is required' }).min(1, '--domain is required'),
     }),
-    run: (deps: CoreDeps, a: Record<string, unknown>) =>
-      createDirectAccount({ ctx: deps, input: a as { name: string; domain: string } }),
-  },
-  'create-key': {
+    run: (deps, f) => createDirectAccount({ ctx: deps, input: { name: f.name, domain: f.domain } }),
+  }),
+  'create-key': command({
     usage: 'create-key --account-id A --domain D',
     schema: z.object({
       'account-id': z.guid({ message: '--account-id must be a uuid' }),
       domain: z.string({ message: '--domain is required' }).min(1, '--domain is required'),
     }),
-    run: (deps: CoreDeps, a: Record<string, unknown>) => {
-      const f = a as { 'account-id': string; domain: string };
-      return createDirectKey({ ctx: deps, input: { accountId: f['account-id'], domain: f.domain } });
-    },
-  },
-  'purchase-topup': {
+    run: (deps, f) => createDirectKey({ ctx: deps, input: { accountId: f['account-id'], domain: f.domain } }),
+  }),
+  'purchase-topup': command({
     usage: 'purchase-topup (--account-id A | --child-id C) --amount N [--payment-ref REF]',
     schema: z.object({
       'account-id': uuid('account-id').optional(),
@@ -88,8 +114,7 @@ const commands = {
       amount: int('amount').refine((n) => n > 0, '--amount must be positive'),
       'payment-ref': z.string().min(1).optional(),
     }),
-    run: (deps: CoreDeps, a: Record<string, unknown>) => {
-      const f = a as { 'account-id'?: string; 'child-id'?: string; amount: number; 'payment-ref'?: string };
+    run: (deps, f) => {
       if (!f['account-id'] === !f['child-id']) throw new AppError(400, 'give exactly one of --account-id (pool) or --child-id');
       return creditTopup({
         ctx: deps,
@@ -103,8 +128,8 @@ const commands = {
         },
       });
     },
-  },
-  'set-auto-reload': {
+  }),
+  'set-auto-reload': command({
     usage: 'set-auto-reload --account-id A [--enabled true|false] [--threshold N] [--amount N] [--card pm_x] [--customer cus_x]',
     schema: z.object({
       'account-id': uuid('account-id'),
@@ -114,9 +139,8 @@ const commands = {
       card: z.string().min(1).optional(),
       customer: z.string().min(1).optional(),
     }),
-    run: (deps: CoreDeps, a: Record<string, unknown>) => {
-      const f = a as { 'account-id': string; enabled?: boolean; threshold?: number; amount?: number; card?: string; customer?: string };
-      return configureAutoReload({
+    run: (deps, f) =>
+      configureAutoReload({
         ctx: deps,
         input: {
           accountId: f['account-id'],
@@ -126,10 +150,9 @@ const commands = {
           paymentMethodId: f.card,
           customerId: f.customer,
         },
-      });
-    },
-  },
-  'set-billing': {
+      }),
+  }),
+  'set-billing': command({
     usage: 'set-billing --account-id A [--mode prepaid|invoice_monthly] [--per-id-pence P] [--card pm_x] [--quota N]',
     schema: z.object({
       'account-id': uuid('account-id'),
@@ -138,40 +161,33 @@ const commands = {
       card: z.string().min(1).optional(),
       quota: int('quota').optional(),
     }),
-    run: (deps: CoreDeps, a: Record<string, unknown>) => {
-      const f = a as { 'account-id': string; mode?: 'prepaid' | 'invoice_monthly'; 'per-id-pence'?: number; card?: string; quota?: number };
-      return setBilling({
+    run: (deps, f) =>
+      setBilling({
         ctx: deps,
         input: { accountId: f['account-id'], mode: f.mode, perIdPence: f['per-id-pence'], card: f.card, quota: f.quota },
-      });
-    },
-  },
-  'record-invoice': {
+      }),
+  }),
+  'record-invoice': command({
     usage: 'record-invoice --account-id A --amount-pence P [--ids N]',
     schema: z.object({
       'account-id': uuid('account-id'),
       'amount-pence': z.coerce.number({ message: '--amount-pence must be a number' }).positive(),
       ids: int('ids').optional(),
     }),
-    run: (deps: CoreDeps, a: Record<string, unknown>) => {
-      const f = a as { 'account-id': string; 'amount-pence': number; ids?: number };
-      return recordInvoice({ ctx: deps, input: { accountId: f['account-id'], amountPence: f['amount-pence'], ids: f.ids } });
-    },
-  },
-  'settle-invoice': {
+    run: (deps, f) => recordInvoice({ ctx: deps, input: { accountId: f['account-id'], amountPence: f['amount-pence'], ids: f.ids } }),
+  }),
+  'settle-invoice': command({
     usage: 'settle-invoice --invoice-id I',
     schema: z.object({ 'invoice-id': uuid('invoice-id') }),
-    run: (deps: CoreDeps, a: Record<string, unknown>) =>
-      settleInvoice({ ctx: deps, input: { invoiceId: (a as { 'invoice-id': string })['invoice-id'] } }),
-  },
-  consume: {
+    run: (deps, f) => settleInvoice({ ctx: deps, input: { invoiceId: f['invoice-id'] } }),
+  }),
+  consume: command({
     usage: `consume --key-id K [--count N]   (use IDs as identifications would; N at most ${MAX_CONSUME_COUNT})`,
     schema: z.object({
       'key-id': uuid('key-id'),
       count: int('count').max(MAX_CONSUME_COUNT, `--count must be at most ${MAX_CONSUME_COUNT}`).optional(),
     }),
-    run: async (deps: CoreDeps, a: Record<string, unknown>) => {
-      const f = a as { 'key-id': string; count?: number };
+    run: async (deps, f) => {
       const outcomes: Record<string, number> = {};
       for (let i = 0; i < (f.count ?? 1); i++) {
         const r = await consumeIdentification({ ctx: deps, input: { apiKeyId: f['key-id'] } });
@@ -179,54 +195,49 @@ const commands = {
       }
       return { key_id: f['key-id'], outcomes };
     },
-  },
-  'import-ranges': {
+  }),
+  'import-ranges': command({
     usage: 'import-ranges --kind vpn|hosting|isp --file F [--provider NAME]   (one CIDR per line)',
     schema: z.object({
       kind: z.enum(['vpn', 'hosting', 'isp'], { message: '--kind must be vpn, hosting or isp' }),
       file: z.string({ message: '--file is required' }).min(1),
       provider: z.string().min(1).max(100).optional(),
     }),
-    run: async (deps: CoreDeps, a: Record<string, unknown>, progress: Progress) => {
-      const f = a as { kind: 'vpn' | 'hosting' | 'isp'; file: string; provider?: string };
+    run: async (deps, f, progress) => {
       const parsed = parseCidrList(await readInput(f.file), f.provider ?? null);
       return storeRanges({ ctx: deps, input: { kind: f.kind, parsed, source: path.basename(f.file), onProgress: progress } });
     },
-  },
-  'import-cloud': {
+  }),
+  'import-cloud': command({
     usage: 'import-cloud --format aws|gcp|azure|oracle --file F   (the providers’ published range files)',
     schema: z.object({
       format: z.enum(['aws', 'gcp', 'azure', 'oracle'], { message: '--format must be aws, gcp, azure or oracle' }),
       file: z.string({ message: '--file is required' }).min(1),
     }),
-    run: async (deps: CoreDeps, a: Record<string, unknown>, progress: Progress) => {
-      const f = a as { format: 'aws' | 'gcp' | 'azure' | 'oracle'; file: string };
+    run: async (deps, f, progress) => {
       const parsed = parseCloudRanges(f.format, await readInput(f.file));
       return storeRanges({ ctx: deps, input: { kind: 'hosting', parsed, source: `${f.format}:${path.basename(f.file)}`, onProgress: progress } });
     },
-  },
-  'import-companies': {
+  }),
+  'import-companies': command({
     usage: 'import-companies --file F   (CSV: ip_or_cidr,domain,company_name[,confidence])',
     schema: z.object({ file: z.string({ message: '--file is required' }).min(1) }),
-    run: async (deps: CoreDeps, a: Record<string, unknown>, progress: Progress) => {
-      const parsed = parseCompanyCsv(await readInput((a as { file: string }).file));
+    run: async (deps, f, progress) => {
+      const parsed = parseCompanyCsv(await readInput(f.file));
       return storeCompanies({ ctx: deps, input: { parsed, onProgress: progress } });
     },
-  },
-  'grant-credits': {
+  }),
+  'grant-credits': command({
     usage: 'grant-credits --account-id A --credits N',
     schema: z.object({ 'account-id': uuid('account-id'), credits: int('credits').refine((n) => n > 0, '--credits must be positive') }),
-    run: (deps: CoreDeps, a: Record<string, unknown>) => {
-      const f = a as { 'account-id': string; credits: number };
-      return grantCredits({ ctx: deps, input: { accountId: f['account-id'], credits: f.credits } });
-    },
-  },
-  'roll-over': {
+    run: (deps, f) => grantCredits({ ctx: deps, input: { accountId: f['account-id'], credits: f.credits } }),
+  }),
+  'roll-over': command({
     usage: 'roll-over   (run the period rollover sweep now)',
     schema: z.object({}),
-    run: (deps: CoreDeps) => rollOverDuePeriods({ ctx: deps, input: {} }),
-  },
-} as const;
+    run: (deps) => rollOverDuePeriods({ ctx: deps, input: {} }),
+  }),
+} satisfies Record<string, OperatorCommandSpec>;
 
 async function readInput(file: string): Promise<string> {
   try {
@@ -257,13 +268,7 @@ export async function runOperatorCommand(
   progress: Progress = () => {},
 ): Promise<unknown> {
   if (!isOperatorCommand(name)) throw new AppError(400, `unknown command ${name}; commands:\n${operatorUsage}`);
-  const cmd = commands[name];
   const unstorable = findUnstorableText(flags);
   if (unstorable) throw new AppError(400, `--${unstorable} ${UNSTORABLE_TEXT_MESSAGE}`);
-  const parsed = cmd.schema.strict().safeParse(flags);
-  if (!parsed.success) {
-    const msg = parsed.error.issues.map((i) => i.message).join('; ');
-    throw new AppError(400, `${msg}\nusage: npm run admin -- ${cmd.usage}`);
-  }
-  return cmd.run(deps, parsed.data, progress);
+  return commands[name].run(deps, flags, progress);
 }

@@ -2,8 +2,8 @@ import { z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Caller, PartnerCaller } from '../context.ts';
 import { AppError, unauthorized } from '../errors.ts';
-import { authenticateKey, authenticatePartner, findKeyRecord } from '../verbs/auth.ts';
-import { assertPoolHasIds } from '../verbs/ledger.ts';
+import { authenticateKey, authenticatePartner, findKeyRecord } from '../auth/authenticate.ts';
+import { assertPoolHasIds } from '../ledger/assert-pool-has-ids.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import type { HonoEnv } from './definition.ts';
 

@@ -1,9 +1,13 @@
+import { z } from '@hono/zod-openapi';
+
 /**
  * The vocabulary of the identification waterfall, shared by the local databases, the paid
  * providers, consensus and the endpoints.
  */
-export type TrafficType = 'business' | 'isp' | 'hosting' | 'vpn' | 'education' | 'government' | 'unknown';
-export type ConfidenceLevel = 'confirmed' | 'likely' | 'unconfirmed';
+export const TrafficType = z.enum(['business', 'isp', 'hosting', 'vpn', 'education', 'government', 'unknown']);
+export type TrafficType = z.infer<typeof TrafficType>;
+export const ConfidenceLevel = z.enum(['confirmed', 'likely', 'unconfirmed']);
+export type ConfidenceLevel = z.infer<typeof ConfidenceLevel>;
 
 /** One paid provider's answer for one IP, normalised. */
 export interface ProviderAnswer {

@@ -6,7 +6,7 @@ import type { TrafficType } from '../types.ts';
  * domain" means.
  */
 
-// The same label and TLD rule as tracker domains (verbs/domain.ts), so a provider's domain and a
+// The same label and TLD rule as tracker domains (tracker-domain.ts), so a provider's domain and a
 // customer's tracker domain compare on equal terms.
 const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const TLD = /^([a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;

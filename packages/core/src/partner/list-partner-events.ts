@@ -1,15 +1,38 @@
+import { z } from '@hono/zod-openapi';
 import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
+import { Timestamp, Uuid, whenGiven } from '../schemas.ts';
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'no_destination';
+const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'no_destination'], whenGiven('must be pending, delivered, failed or no_destination'));
+export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
-export interface ListEventsInput {
-  limit: number;
-  status?: DeliveryStatus | undefined;
-  child_api_key_id?: string | undefined;
-  event?: string | undefined;
-  before?: string | undefined;
-}
+export const ListPartnerEventsInput = z.object({
+  limit: z.coerce.number(whenGiven('must be a number')).int().min(1).max(200).optional().openapi({ type: 'integer', description: '1 to 200, default 50' }),
+  status: DeliveryStatus.optional(),
+  child_api_key_id: Uuid.optional(),
+  event: z.string().max(100).optional().openapi({ example: 'child.suspended' }),
+  before: Uuid.optional().openapi({ description: 'An event id from the previous page: returns older events' }),
+});
+export type ListPartnerEventsInput = z.infer<typeof ListPartnerEventsInput>;
+
+export const PartnerEvent = z
+  .object({
+    id: Uuid,
+    event: z.string(),
+    child_api_key_id: Uuid.nullable(),
+    created_at: Timestamp,
+    delivery_status: z.enum(['pending', 'delivered', 'failed', 'no_destination']),
+    attempts: z.number().int(),
+    last_attempt_at: Timestamp.nullable(),
+    next_attempt_at: Timestamp.nullable(),
+    delivered_at: Timestamp.nullable(),
+    last_error: z.string().nullable(),
+    payload: z.object({ event: z.string(), timestamp: Timestamp, data: z.record(z.string(), z.unknown()) }),
+  })
+  .openapi('PartnerEvent');
+export type PartnerEvent = z.infer<typeof PartnerEvent>;
+
+export const PartnerEvents = z.object({ events: z.array(PartnerEvent) });
+export type PartnerEvents = z.infer<typeof PartnerEvents>;
 
 interface EventRow {
   id: string;
@@ -30,9 +53,9 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 /**
  * Beyond the spec: the caller's recent events, newest first, with delivery status and attempts.
- * Pages with `before` (an event id from the previous page).
+ * Pages with `before` (an event id from the previous page); 50 a page unless `limit` says.
  */
-export async function listPartnerEvents({ ctx, input }: VerbArgs<ListEventsInput, PartnerCtx>) {
+export async function listPartnerEvents({ ctx, input }: VerbArgs<ListPartnerEventsInput, PartnerCtx>): Promise<PartnerEvents> {
   const rows = await ctx.db<EventRow>`
     select e.id, e.seq::float8 as seq, e.event, e.child_api_key_id, e.created_at, e.delivery_status, e.attempts,
            e.last_attempt_at, case when e.delivery_status = 'pending' then e.next_attempt_at end as next_attempt_at,
@@ -45,9 +68,8 @@ export async function listPartnerEvents({ ctx, input }: VerbArgs<ListEventsInput
       and (${input.before ?? null}::uuid is null
            or e.seq < (select seq from events where id = ${input.before ?? null}::uuid and partner_account_id = ${ctx.caller.accountId}))
     order by e.seq desc
-    limit ${input.limit}`;
+    limit ${input.limit ?? 50}`;
   return {
-    success: true as const,
     events: rows.map((r) => ({
       id: r.id,
       event: r.event,
@@ -62,12 +84,4 @@ export async function listPartnerEvents({ ctx, input }: VerbArgs<ListEventsInput
       payload: JSON.parse(r.body) as { event: string; timestamp: string; data: Record<string, unknown> },
     })),
   };
-}
-
-/** Beyond the spec: a new first attempt of one of the caller's events, with the same body bytes. */
-export async function replayPartnerEvent({ ctx, input }: VerbArgs<{ event_id: string }, PartnerCtx>) {
-  const [row] = await sqlCall(
-    () => ctx.db<{ delivery_status: DeliveryStatus }>`select * from sl_replay_event(${ctx.caller.accountId}, ${input.event_id})`,
-  );
-  return { success: true as const, event_id: input.event_id, delivery_status: row?.delivery_status ?? 'pending' };
 }

@@ -1,28 +1,31 @@
+import { z } from '@hono/zod-openapi';
 import type { PartnerCtx, VerbArgs } from '../context.ts';
 import { forbidden } from '../errors.ts';
+import { Timestamp } from '../schemas.ts';
 
-export interface PoolState {
-  success: true;
-  pool: {
-    monthly_id_quota: number;
-    ids_used_this_period: number;
-    topup_balance: number;
-    available: number;
-    current_period_start: string | null;
-    current_period_end: string | null;
-    pool_billing_mode: 'prepaid' | 'invoice_monthly';
-    partner_per_id_pence: number | null;
-  };
-  auto_reload: {
-    enabled: boolean;
-    threshold_ids: number | null;
-    topup_amount_ids: number | null;
-    payment_method_id: string | null;
-    last_declined_at: string | null;
-    consecutive_declines: number;
-  };
-  recent_topups: Array<{ amount_ids: number; created_at: string; status: string }>;
-}
+export const PoolState = z
+  .object({
+    pool: z.object({
+      monthly_id_quota: z.number().int(),
+      ids_used_this_period: z.number().int(),
+      topup_balance: z.number().int(),
+      available: z.number().int(),
+      current_period_start: Timestamp.nullable(),
+      current_period_end: Timestamp.nullable(),
+      pool_billing_mode: z.enum(['prepaid', 'invoice_monthly']),
+      partner_per_id_pence: z.number().nullable(),
+    }),
+    auto_reload: z.object({
+      enabled: z.boolean(),
+      threshold_ids: z.number().int().nullable(),
+      topup_amount_ids: z.number().int().nullable(),
+      payment_method_id: z.string().nullable(),
+      last_declined_at: Timestamp.nullable(),
+      consecutive_declines: z.number().int(),
+    }),
+    recent_topups: z.array(z.object({ amount_ids: z.number().int(), created_at: Timestamp, status: z.string() })),
+  });
+export type PoolState = z.infer<typeof PoolState>;
 
 interface PoolRow {
   monthly_id_quota: number;
@@ -66,7 +69,6 @@ export async function getPoolState({ ctx }: VerbArgs<Record<string, never>, Part
     where p.account_id = ${ctx.caller.accountId}`;
   if (!p) throw forbidden('this partner has no pool subscription');
   return {
-    success: true,
     pool: {
       monthly_id_quota: p.monthly_id_quota,
       ids_used_this_period: p.ids_used_this_period,

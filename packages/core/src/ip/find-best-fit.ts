@@ -1,0 +1,67 @@
+import { z } from '@hono/zod-openapi';
+import type { VerbArgs } from '../context.ts';
+import { IpAddress } from '../schemas.ts';
+import { assertCanPayForLookup, chargeLookupCredits } from './charge-lookup.ts';
+import { Matches } from './identify-company.ts';
+import { resolveIp } from './resolve-ip.ts';
+import { ConfidenceLevel } from './types.ts';
+
+export const FindBestFitInput = z
+  .object({
+    ip_address: IpAddress,
+    website: z.string().max(253).optional().openapi({ description: 'The caller’s domain, for contextual matching' }),
+    description: z.string().max(2000).optional().openapi({ description: 'A business description' }),
+  })
+  .strict()
+  .openapi('IpToBestFitRequest');
+export type FindBestFitInput = z.infer<typeof FindBestFitInput>;
+
+export const BestFit = z.object({
+  ip_address: z.string(),
+  identified: z.boolean(),
+  company: z.string().openapi({ description: 'Company name; empty when not identified' }),
+  domain: z.string().nullable(),
+  traffic_type: z.enum(['business', 'isp', 'hosting', 'vpn', 'unknown']),
+  reason: z.string(),
+  confidence: z.number(),
+  confidence_level: ConfidenceLevel,
+  matches: Matches.openapi({ description: 'Business results only' }),
+  decision_makers: z
+    .array(z.object({ name: z.string(), title: z.string().nullable(), linkedin_url: z.string().nullable() }))
+    .openapi({ description: 'Addition to the spec: people from deeper enrichment, when it ran' }),
+});
+export type BestFit = z.infer<typeof BestFit>;
+
+/**
+ * ip-to-best-fit: the same waterfall, then deeper enrichment for what is still unresolved; 8
+ * credits per lookup (VPN, hosting and ISP free; a repeat within 7 days free), answered in the
+ * spec's best-fit vocabulary.
+ */
+export async function findBestFit({ ctx, input }: VerbArgs<FindBestFitInput & { accountId: string }>): Promise<BestFit> {
+  const scope = { accountId: input.accountId, operation: 'ip-to-best-fit' as const };
+  const r = await resolveIp({
+    ctx,
+    input: {
+      ...scope,
+      ip: input.ip_address,
+      beforePaidLookup: () => assertCanPayForLookup({ ctx, input: scope }),
+      enrich: { website: input.website, description: input.description },
+    },
+  });
+  if (r.source === 'lookup') await chargeLookupCredits({ ctx, input: { ...scope, verdict: r.verdict } });
+  const v = r.verdict;
+  // The spec's best-fit vocabulary has no education/government: those are not businesses to sell to.
+  const traffic = v.traffic_type === 'education' || v.traffic_type === 'government' ? 'unknown' : v.traffic_type;
+  return {
+    ip_address: v.ip,
+    identified: v.identified,
+    company: v.company_name ?? '',
+    domain: v.domain,
+    traffic_type: traffic,
+    reason: v.reason,
+    confidence: v.confidence,
+    confidence_level: v.confidence_level,
+    matches: traffic === 'business' ? v.matches : [],
+    decision_makers: v.decision_makers ?? [],
+  };
+}

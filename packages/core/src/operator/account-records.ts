@@ -1,0 +1,43 @@
+import type { CoreDeps } from '../context.ts';
+import { generateApiKey, keyPrefixOf } from '../crypto.ts';
+import type { Sql } from '../db.ts';
+import { badRequest, notFound } from '../errors.ts';
+
+/** The rows an operator verb writes for an account: a key, a website, and its pool's id. */
+
+export async function insertKey(
+  tx: Sql,
+  ctx: CoreDeps,
+  accountId: string,
+  opts: { master: boolean },
+): Promise<{ id: string; key: string }> {
+  const key = generateApiKey();
+  const hash = await ctx.keyring.hashApiKey(key);
+  const [row] = await tx<{ id: string }>`
+    insert into api_keys (account_id, key_hash, key_prefix, is_partner_master)
+    values (${accountId}, ${hash}, ${keyPrefixOf(key)}, ${opts.master})
+    returning id`;
+  if (!row) throw new Error('api key insert returned no row');
+  return { id: row.id, key };
+}
+
+export async function insertWebsite(tx: Sql, apiKeyId: string, domain: string) {
+  try {
+    const [row] = await tx<{ id: string; tracking_script_id: string }>`
+      insert into websites (api_key_id, domain) values (${apiKeyId}, ${domain})
+      returning id, tracking_script_id`;
+    if (!row) throw new Error('website insert returned no row');
+    return row;
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') {
+      throw badRequest(`domain ${domain} is already registered on an active website`);
+    }
+    throw err;
+  }
+}
+
+export async function poolOf(ctx: CoreDeps, accountId: string): Promise<string> {
+  const [p] = await ctx.db<{ id: string }>`select id from pools where account_id::text = ${accountId}`;
+  if (!p) throw notFound(`account ${accountId} has no pool`);
+  return p.id;
+}

@@ -1,0 +1,19 @@
+import { z } from '@hono/zod-openapi';
+import type { PartnerCtx, VerbArgs } from '../context.ts';
+import { sqlCall } from '../errors.ts';
+import { Uuid } from '../schemas.ts';
+
+export const ReleaseChildInput = z.object({ child_api_key_id: Uuid }).strict().openapi('ReleaseChildRequest');
+export type ReleaseChildInput = z.infer<typeof ReleaseChildInput>;
+
+export const ReleasedChild = z.object({ released_api_key_id: Uuid, topup_returned: z.number().int() });
+export type ReleasedChild = z.infer<typeof ReleasedChild>;
+
+/** partner-release-child: back to a direct key of the partner; remaining top-up returns to the pool. */
+export async function releaseChild({ ctx, input }: VerbArgs<ReleaseChildInput, PartnerCtx>): Promise<ReleasedChild> {
+  const [row] = await sqlCall(
+    () => ctx.db<{ topup_returned: number }>`select * from sl_release_child(${ctx.caller.apiKeyId}, ${input.child_api_key_id})`,
+  );
+  if (!row) throw new Error('sl_release_child returned no row');
+  return { released_api_key_id: input.child_api_key_id, topup_returned: row.topup_returned };
+}
