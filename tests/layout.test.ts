@@ -1,25 +1,28 @@
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
 import { generateOpenApi, OPENAPI_FILE } from '../packages/host/src/openapi-cli.ts';
-import { REPO_ROOT } from './support/process.ts';
+import { IP_DATA_STATIC_FILES, PREPARE_COMMAND, SUPABASE_DIR, supabaseDrift } from '../packages/host/src/supabase-layout.ts';
 
 describe('deployment layout', () => {
-  it.each(allFunctions.map((f) => [f.name]))('%s has a Supabase entrypoint and a config.toml section', async (name) => {
-    expect(existsSync(`${REPO_ROOT}functions/${name}/route.ts`)).toBe(true);
-    const entry = await readFile(`${REPO_ROOT}supabase/functions/${name}/index.ts`, 'utf8');
-    expect(entry).toContain(`../../../functions/${name}/route.ts`);
-    expect(entry).toContain('serveFunction(');
-    const config = await readFile(`${REPO_ROOT}supabase/config.toml`, 'utf8');
-    const section = new RegExp(
-      `\\[functions\\.${name}\\]\\nverify_jwt = false\\nimport_map = "\\.\\./deno\\.json"\\nentrypoint = "\\./functions/${name}/index\\.ts"`,
-    );
-    expect(config).toMatch(section);
+  it.each(allFunctions.map((f) => [f.name]))('%s has a Supabase entrypoint serving it and a config.toml section', async (name) => {
+    const def = allFunctions.find((f) => f.name === name);
+    const entry = await readFile(`${SUPABASE_DIR}functions/${name}/index.ts`, 'utf8');
+    // The entry point serves the very definition functions/index.ts lists, under whatever name route.ts exports it.
+    const served = /^await serveFunction\((\w+)\);$/m.exec(entry)?.[1] ?? '';
+    expect(entry).toContain(`import { ${served} } from '../../../functions/${name}/route.ts';`);
+    const route = (await import(`../functions/${name}/route.ts`)) as Record<string, unknown>;
+    expect(route[served]).toBe(def);
+    const config = await readFile(`${SUPABASE_DIR}config.toml`, 'utf8');
+    const section = config.split('\n\n').find((s) => s.split('\n').includes(`[functions.${name}]`)) ?? '';
+    expect(section).toContain(`[functions.${name}]\nverify_jwt = false\nimport_map = "../deno.json"\nentrypoint = "./functions/${name}/index.ts"`);
     // A function that identifies IPs ships the edge data snapshot, and only such a function.
-    const staticFiles = new RegExp(`entrypoint = "\\./functions/${name}/index\\.ts"\\n(#[^\\n]*\\n)?static_files = \\["\\./functions/_shared/ip-data/\\*\\.gz"\\]`);
-    const usesIpData = allFunctions.find((f) => f.name === name)?.usesIpData === true;
-    expect(staticFiles.test(config), `${name} static_files`).toBe(usesIpData);
+    expect(section.includes('static_files ='), `${name} static_files`).toBe(def?.usesIpData === true);
+    for (const file of def?.usesIpData ? IP_DATA_STATIC_FILES : []) expect(section).toContain(JSON.stringify(file));
+  });
+
+  it(`the Supabase entry points and config.toml's function sections are the ones generated from functions/index.ts (run \`${PREPARE_COMMAND}\`)`, async () => {
+    expect(await supabaseDrift()).toEqual({ missing: [], stale: [], extra: [] });
   });
 
   it('docs/openapi.json is the document generated from the route schemas (run `npm run openapi`)', async () => {

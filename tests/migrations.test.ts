@@ -1,10 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '@sightline/core';
-import { loadMigrations, MIGRATIONS_DIR } from '@sightline/host';
+import { loadMigrations } from '@sightline/host';
 import { openTestDatabase, type TestDatabase } from './support/db.ts';
-
-const SUPABASE_MIGRATIONS = new URL('../supabase/migrations/', import.meta.url);
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -13,15 +10,6 @@ beforeAll(async () => {
 afterAll(() => t.drop());
 
 describe('migrations', () => {
-  it('supabase/migrations is identical to migrations/ (Supabase applies the same files)', async () => {
-    const ours = (await readdir(MIGRATIONS_DIR)).filter((n) => n.endsWith('.sql')).sort();
-    const theirs = (await readdir(SUPABASE_MIGRATIONS)).filter((n) => n.endsWith('.sql')).sort();
-    expect(theirs).toEqual(ours);
-    for (const name of ours) {
-      expect(await readFile(new URL(name, SUPABASE_MIGRATIONS), 'utf8')).toBe(await readFile(`${MIGRATIONS_DIR}/${name}`, 'utf8'));
-    }
-  });
-
   it('apply once: a second run changes nothing', async () => {
     expect(await migrate(t.db, await loadMigrations())).toEqual([]);
   });
