@@ -38,7 +38,11 @@ describe('the auth cache itself', () => {
   it('is indexed by the digest of a key, never by the key itself', () => {
     const seen: string[] = [];
     // A deliberately weak digest, so two keys share an index: proof that the index is the digest.
-    const cache = createAuthCache({ ttlMs: 60_000, maxEntries: 10, digest: (k) => (seen.push(k), `len:${k.length}`) });
+    const digest = (k: string) => {
+      seen.push(k);
+      return `len:${k.length}`;
+    };
+    const cache = createAuthCache({ ttlMs: 60_000, maxEntries: 10, digest });
     cache.store('sl_aaaa', caller('k'), cache.begin());
     expect(cache.get('sl_bbbb')?.apiKeyId).toBe('k');
     expect(seen).toEqual(['sl_aaaa', 'sl_bbbb']);
@@ -89,7 +93,11 @@ describe('the listener behind the cache', () => {
     const db = Object.assign(
       async (_strings: TemplateStringsArray, ...values: unknown[]) => {
         // Only pg_notify(channel, marker) is ever sent here.
-        if (!state.deaf) setTimeout(() => listeners.forEach((l) => l(values[1] as string)), 1);
+        if (!state.deaf) {
+          setTimeout(() => {
+            for (const l of listeners) l(values[1] as string);
+          }, 1);
+        }
         return [];
       },
       {

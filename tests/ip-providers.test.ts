@@ -76,7 +76,7 @@ function ipapiBody(ip: string, extra: Record<string, unknown>): Record<string, u
 const handlers = [
   http.get('https://ipinfo.io/:ip', async ({ params, request }) => {
     if (request.headers.get('authorization') !== `Bearer ${KEYS.ipinfo}`) return HttpResponse.json({ status: 403, error: { title: 'Unknown token' } }, { status: 403 });
-    const ip = String(params['ip']);
+    const ip = String(params.ip);
     switch (ip) {
       case IP.acme:
       case IP.v6:
@@ -358,7 +358,7 @@ describe('IPinfo adapter', () => {
   });
 
   it('baseUrl redirects the call (a proxy or a regional endpoint)', async () => {
-    server.use(http.get('https://proxy.internal/ipinfo/:ip', ({ params }) => HttpResponse.json({ ip: params['ip'], country: 'FR', company: { name: 'Via', domain: 'via.fr', type: 'business' } })));
+    server.use(http.get('https://proxy.internal/ipinfo/:ip', ({ params }) => HttpResponse.json({ ip: params.ip, country: 'FR', company: { name: 'Via', domain: 'via.fr', type: 'business' } })));
     const viaProxy = createIpinfoProvider({ apiKey: KEYS.ipinfo, baseUrl: 'https://proxy.internal/ipinfo/' });
     expect((await viaProxy.lookup(IP.acme, signal()))?.domain).toBe('via.fr');
   });

@@ -43,13 +43,13 @@ function hugeBody(text: string, total: number) {
 let served: { pulled: { bytes: number } } = { pulled: { bytes: 0 } };
 const server = setupServer(
   http.get('https://huge.example/:status/:ip', ({ params }) => {
-    const status = Number(params['status']);
+    const status = Number(params.status);
     // A valid answer but for its size; an error page in plain text.
-    const body = status === 200 ? hugeBody(JSON.stringify({ ip: params['ip'], country: 'US', company: { name: 'Acme', domain: 'acme.com', type: 'business' } }), BIG) : hugeBody('upstream overloaded', BIG);
+    const body = status === 200 ? hugeBody(JSON.stringify({ ip: params.ip, country: 'US', company: { name: 'Acme', domain: 'acme.com', type: 'business' } }), BIG) : hugeBody('upstream overloaded', BIG);
     served = body;
     return new HttpResponse(body.stream, { status, headers: { 'content-type': status === 200 ? 'application/json' : 'text/plain' } });
   }),
-  http.get('https://small.example/:ip', ({ params }) => HttpResponse.json({ ip: params['ip'], country: 'DE', company: { name: 'Initech', domain: 'initech.de', type: 'business' } })),
+  http.get('https://small.example/:ip', ({ params }) => HttpResponse.json({ ip: params.ip, country: 'DE', company: { name: 'Initech', domain: 'initech.de', type: 'business' } })),
 );
 beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
 afterAll(() => server.close());

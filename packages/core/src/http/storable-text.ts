@@ -5,6 +5,7 @@
  * would disagree about what was saved. Both are refused at the door, for every field of every route.
  */
 // Without the `u` flag a regex sees UTF-16 code units, which is what finding a lone half needs.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding NUL is the point of this pattern.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export const UNSTORABLE_TEXT_MESSAGE = 'must not contain NUL characters or unpaired UTF-16 surrogates';

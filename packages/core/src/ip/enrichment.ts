@@ -64,15 +64,15 @@ export function createPeopleDataLabsEnrichment(opts: PeopleDataLabsOptions): Enr
       const ipRes = await fetchProviderJson(name, ipUrl, { method: 'GET', headers, signal });
       if (ipRes === null) return null;
 
-      const data = readObject(readObject(ipRes.body)?.['data']);
-      const metadata = readObject(readObject(data?.['ip'])?.['metadata']);
+      const data = readObject(readObject(ipRes.body)?.data);
+      const metadata = readObject(readObject(data?.ip)?.metadata);
       if (metadata && ['vpn', 'proxy', 'tor', 'relay', 'hosting'].some((flag) => isTrue(metadata[flag]))) return null;
-      const company = readObject(data?.['company']);
+      const company = readObject(data?.company);
       if (!company) return null;
-      const domain = normaliseCompanyDomain(company['website']);
-      const companyName = readString(company['display_name']) ?? readString(company['name']);
+      const domain = normaliseCompanyDomain(company.website);
+      const companyName = readString(company.display_name) ?? readString(company.name);
       if (domain === null && companyName === null) return null;
-      const label = readString(company['confidence'])?.toLowerCase();
+      const label = readString(company.confidence)?.toLowerCase();
       const confidence = label !== undefined && Object.hasOwn(CONFIDENCE, label) ? (CONFIDENCE[label] ?? null) : null;
 
       const people = domain === null ? [] : await decisionMakers(name, base, headers, domain, maxPeople, signal);
@@ -104,18 +104,18 @@ async function decisionMakers(
     signal,
   });
   if (res === null) return [];
-  const records = readObject(res.body)?.['data'];
+  const records = readObject(res.body)?.data;
   if (!Array.isArray(records)) return [];
 
   const ranked: { person: EnrichmentPerson; rank: number }[] = [];
   for (const raw of records as unknown[]) {
     const record = readObject(raw);
-    const fullName = readString(record?.['full_name']);
+    const fullName = readString(record?.full_name);
     if (!record || fullName === null) continue;
-    const levels = Array.isArray(record['job_title_levels']) ? (record['job_title_levels'] as unknown[]) : [];
+    const levels = Array.isArray(record.job_title_levels) ? (record.job_title_levels as unknown[]) : [];
     const rank = Math.min(99, ...levels.map((l) => (typeof l === 'string' && Object.hasOwn(SENIORITY, l) ? (SENIORITY[l] ?? 99) : 99)));
     ranked.push({
-      person: { name: fullName, title: readString(record['job_title']), linkedin_url: linkedinUrl(record['linkedin_url']) },
+      person: { name: fullName, title: readString(record.job_title), linkedin_url: linkedinUrl(record.linkedin_url) },
       rank,
     });
   }

@@ -340,7 +340,7 @@ export class Ipv6Index {
   static fromSegments(segs: { start: bigint; end: bigint; value: number }[]): Ipv6Index {
     const n = segs.length;
     const idx = new Ipv6Index(new BigUint64Array(n), new BigUint64Array(n), new BigUint64Array(n), new BigUint64Array(n), new Int32Array(n));
-    segs.forEach((seg, i) => idx.set(i, seg.start, seg.end, seg.value));
+    for (const [i, seg] of segs.entries()) idx.set(i, seg.start, seg.end, seg.value);
     return idx;
   }
 

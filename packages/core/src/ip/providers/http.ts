@@ -84,8 +84,8 @@ async function errorDetail(res: Response): Promise<string | null> {
   let detail: string | null = null;
   try {
     const body = readObject(JSON.parse(text) as unknown);
-    const error = body?.['error'];
-    detail = readString(body?.['message']) ?? readString(error) ?? readString(readObject(error)?.['message']) ?? readString(readObject(error)?.['title']);
+    const error = body?.error;
+    detail = readString(body?.message) ?? readString(error) ?? readString(readObject(error)?.message) ?? readString(readObject(error)?.title);
   } catch {
     detail = readString(text);
   }

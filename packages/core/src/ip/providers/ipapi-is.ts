@@ -39,17 +39,17 @@ export function createIpapiIsProvider(opts: ProviderOptions): IpProvider {
 function mapIpapiIs(provider: string, raw: unknown): ProviderAnswer | null {
   const body = readObject(raw);
   if (!body) return null;
-  const error = readString(body['error']);
+  const error = readString(body.error);
   if (error !== null) throw new Error(`${provider}: ${error.slice(0, 200)}`);
-  if (isTrue(body['is_bogon'])) return null;
-  const company = readObject(body['company']);
-  const asn = readObject(body['asn']);
+  if (isTrue(body.is_bogon)) return null;
+  const company = readObject(body.company);
+  const asn = readObject(body.asn);
 
   const { domain, companyName, owner } = ownerOf(company, asn, 'org');
 
   let trafficType: TrafficType | null = owner;
-  if (isTrue(body['is_vpn']) || isTrue(body['is_proxy']) || isTrue(body['is_tor'])) trafficType = 'vpn';
-  else if (isTrue(body['is_datacenter'])) trafficType = 'hosting';
+  if (isTrue(body.is_vpn) || isTrue(body.is_proxy) || isTrue(body.is_tor)) trafficType = 'vpn';
+  else if (isTrue(body.is_datacenter)) trafficType = 'hosting';
 
   if (domain === null && companyName === null && trafficType === null) return null;
   return {
@@ -58,6 +58,6 @@ function mapIpapiIs(provider: string, raw: unknown): ProviderAnswer | null {
     company_name: companyName,
     traffic_type: trafficType,
     confidence: null,
-    country_code: normaliseCountryCode(readObject(body['location'])?.['country_code']),
+    country_code: normaliseCountryCode(readObject(body.location)?.country_code),
   };
 }

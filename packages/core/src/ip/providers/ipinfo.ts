@@ -40,16 +40,16 @@ export function createIpinfoProvider(opts: ProviderOptions): IpProvider {
 
 function mapIpinfo(provider: string, raw: unknown): ProviderAnswer | null {
   const body = readObject(raw);
-  if (!body || isTrue(body['bogon'])) return null;
-  const company = readObject(body['company']);
-  const privacy = readObject(body['privacy']);
-  const asn = readObject(body['asn']);
+  if (!body || isTrue(body.bogon)) return null;
+  const company = readObject(body.company);
+  const privacy = readObject(body.privacy);
+  const asn = readObject(body.asn);
 
   const { domain, companyName, owner } = ownerOf(company, asn, 'name');
 
   let trafficType: TrafficType | null = owner;
   if (privacy && ['vpn', 'proxy', 'tor', 'relay'].some((flag) => isTrue(privacy[flag]))) trafficType = 'vpn';
-  else if (privacy && isTrue(privacy['hosting'])) trafficType = 'hosting';
+  else if (privacy && isTrue(privacy.hosting)) trafficType = 'hosting';
 
   if (domain === null && companyName === null && trafficType === null) return null;
   return {
@@ -58,6 +58,6 @@ function mapIpinfo(provider: string, raw: unknown): ProviderAnswer | null {
     company_name: companyName,
     traffic_type: trafficType,
     confidence: null,
-    country_code: normaliseCountryCode(body['country']),
+    country_code: normaliseCountryCode(body.country),
   };
 }

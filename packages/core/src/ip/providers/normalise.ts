@@ -102,14 +102,14 @@ export function ownerOf(
 ): { domain: string | null; companyName: string | null; owner: TrafficType | null } {
   if (company) {
     return {
-      domain: normaliseCompanyDomain(company['domain']),
-      companyName: readString(company['name']),
-      owner: trafficTypeFromLabel(company['type']),
+      domain: normaliseCompanyDomain(company.domain),
+      companyName: readString(company.name),
+      owner: trafficTypeFromLabel(company.type),
     };
   }
   if (asn) {
-    const owner = trafficTypeFromLabel(asn['type']);
-    if (owner === 'business') return { domain: normaliseCompanyDomain(asn['domain']), companyName: readString(asn[asnNameField]), owner };
+    const owner = trafficTypeFromLabel(asn.type);
+    if (owner === 'business') return { domain: normaliseCompanyDomain(asn.domain), companyName: readString(asn[asnNameField]), owner };
     return { domain: null, companyName: null, owner };
   }
   return { domain: null, companyName: null, owner: null };

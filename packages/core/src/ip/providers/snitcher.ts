@@ -45,19 +45,19 @@ export function createSnitcherProvider(opts: ProviderOptions): IpProvider {
 function mapSnitcher(provider: string, raw: unknown): ProviderAnswer | null {
   const body = readObject(raw);
   if (!body) return null;
-  const company = readObject(body['company']);
+  const company = readObject(body.company);
   const domain =
-    normaliseCompanyDomain(body['domain']) ?? normaliseCompanyDomain(company?.['domain']) ?? normaliseCompanyDomain(company?.['website']);
-  const companyName = readString(company?.['name']);
-  const trafficType = trafficTypeFromLabel(body['type']);
+    normaliseCompanyDomain(body.domain) ?? normaliseCompanyDomain(company?.domain) ?? normaliseCompanyDomain(company?.website);
+  const companyName = readString(company?.name);
+  const trafficType = trafficTypeFromLabel(body.type);
   if (domain === null && companyName === null && trafficType === null) return null;
-  const fuzzy = body['fuzzy'];
+  const fuzzy = body.fuzzy;
   return {
     provider,
     domain,
     company_name: companyName,
     traffic_type: trafficType,
     confidence: domain === null || typeof fuzzy !== 'boolean' ? null : fuzzy ? FUZZY_MATCH_CONFIDENCE : EXACT_MATCH_CONFIDENCE,
-    country_code: normaliseCountryCode(readObject(body['geoIP'])?.['country_code']),
+    country_code: normaliseCountryCode(readObject(body.geoIP)?.country_code),
   };
 }
