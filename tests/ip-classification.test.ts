@@ -14,9 +14,10 @@ import {
   parseCompanyCsv,
   parseIp,
 } from '@sightline/core';
-import { openCountryReader, readAsnBase } from '@sightline/host';
+import { openCountryReader, readAsnBase, readNetworkOwners } from '@sightline/host';
 
-const SHARED = new URL('../../shared/data/', import.meta.url);
+/** The range lists the product ships (packages/core/data/ip-ranges/README.md says where from). */
+const SHIPPED = new URL('../packages/core/data/ip-ranges/', import.meta.url);
 
 let base: Awaited<ReturnType<typeof readAsnBase>>;
 let data: LocalIpData;
@@ -86,10 +87,19 @@ describe('shipped data classifies well-known networks', () => {
       const v = ipv4ToNumber(anchor);
       for (let d = -2; d <= 2; d++) if (v + d >= 0 && v + d <= 0xffffffff) probes.push(v + d);
     }
-    // Every 50th segment edge of the shipped owner table, and its neighbours.
-    for (let i = 0; i < base.asn4.boundaryCount; i += 50) {
-      const b = base.asn4.boundaryAt(i);
-      for (const ip of [b - 1, b]) if (ip >= 0 && ip <= 0xffffffff) probes.push(ip);
+    // Every 50th segment edge of the shipped owner table and every 10th of the shipped range
+    // lists, and their neighbours.
+    const shipped = base.ranges?.v4;
+    if (!shipped) throw new Error('the shipped range lists did not load');
+    const everyNth: [Ipv4Index, number][] = [
+      [base.asn4, 50],
+      [shipped, 10],
+    ];
+    for (const [index, step] of everyNth) {
+      for (let i = 0; i < index.boundaryCount; i += step) {
+        const b = index.boundaryAt(i);
+        for (const ip of [b - 1, b]) if (ip >= 0 && ip <= 0xffffffff) probes.push(ip);
+      }
     }
     for (const v of probes) expect(layered.classifyV4(dotted(v)), dotted(v)).toBe(full(dotted(v)));
     expect(layered.classifyV4('8.8.8.20')).toBe('vpn');
@@ -122,6 +132,104 @@ describe('shipped data classifies well-known networks', () => {
     expect(classifyNetwork(4_200_000_004, 'Example Broadband Telecom').type).toBe('isp');
     expect(classifyNetwork(4_200_000_005, 'FastVPN Networks').type).toBe('vpn');
     expect(classifyNetwork(4_200_000_006, 'Acme Widgets Inc.').type).toBeNull();
+  });
+});
+
+describe('shipped range lists classify out of the box, with nothing imported', () => {
+  let owners: LocalIpData;
+  beforeAll(async () => {
+    owners = LocalIpData.fromBase(await readNetworkOwners());
+  });
+  const ownersOnly = (ip: string) => owners.lookup(parseIp(ip) as NonNullable<ReturnType<typeof parseIp>>);
+
+  it('an X4BNet-listed VPN exit is a VPN, where the network owner alone left it to the paid providers', () => {
+    // NordVPN's exits on PacketHub's network: no name rule or curated ASN says VPN.
+    expect(ownersOnly('2.56.252.1').traffic_type).toBeNull();
+    expect(look('2.56.252.1')).toMatchObject({ traffic_type: 'vpn', vpn_provider: 'PacketHub S.A.', asn: 136787 });
+    expect(data.classifyV4('2.56.252.1')).toBe('vpn');
+  });
+
+  it('a list that names its VPN names the provider', () => {
+    // A Proton VPN server on M247, a hosting network.
+    expect(ownersOnly('5.253.204.162').traffic_type).toBe('hosting');
+    expect(look('5.253.204.162')).toMatchObject({
+      traffic_type: 'vpn',
+      vpn_provider: 'Proton VPN',
+      reason: 'The address is a known VPN exit (Proton VPN).',
+    });
+  });
+
+  it('Mullvad stays a VPN named Mullvad although X4BNet’s datacenter list covers its range: VPN before hosting', () => {
+    expect(look('185.65.134.1')).toMatchObject({ traffic_type: 'vpn', vpn_provider: 'Mullvad', asn: 39351 });
+    expect(data.classifyV4('185.65.134.1')).toBe('vpn');
+  });
+
+  it('iCloud Private Relay is a VPN: a person behind a relay that hides their network, IPv4 and IPv6', () => {
+    for (const ip of ['172.224.226.1', '2a02:26f7:b3c0:4000::1']) {
+      expect(ownersOnly(ip).traffic_type, ip).toBe('hosting');
+      expect(look(ip), ip).toMatchObject({ traffic_type: 'vpn', vpn_provider: 'iCloud Private Relay', company: null });
+    }
+  });
+
+  it.each([
+    ['3.5.140.1', 'Amazon Web Services'],
+    ['2600:1f18::1', 'Amazon Web Services'],
+    ['34.1.208.1', 'Google'],
+    ['2a00:1450:4001:800::200e', 'Google'],
+    ['13.64.0.1', 'Microsoft'],
+  ])('a cloud provider’s published range is hosting, named: %s (%s)', (ip, provider) => {
+    const reason = `The address is in a known hosting or cloud range (${provider}).`;
+    expect(look(ip)).toMatchObject({ traffic_type: 'hosting', vpn_provider: null, reason });
+  });
+
+  it('a published crawler is hosting (never a business visitor), named by the more specific list inside its cloud', () => {
+    expect(look('66.249.66.1')).toMatchObject({ traffic_type: 'hosting', reason: 'The address is a published crawler address (Googlebot).' });
+    expect(look('40.77.167.1')).toMatchObject({ traffic_type: 'hosting', reason: 'The address is a published crawler address (Bingbot).' });
+  });
+
+  it('a datacenter the network owner did not reveal is hosting, free, instead of a paid lookup', () => {
+    // Tencent Cloud: its organisation name matches no rule.
+    expect(ownersOnly('1.12.0.1').traffic_type).toBeNull();
+    expect(look('1.12.0.1')).toMatchObject({ traffic_type: 'hosting', asn: 45090, reason: 'The address is in a known hosting or datacenter range.' });
+  });
+
+  it('leaves ISP, education, government and enterprise networks as the owner data has them', () => {
+    for (const ip of ['80.128.0.1', '2003::1', '193.60.0.1', '198.116.0.1', '17.253.144.10', '140.82.112.3', '81.2.69.142']) {
+      const a = look(ip);
+      const b = ownersOnly(ip);
+      expect({ traffic_type: a.traffic_type, reason: a.reason }, ip).toEqual({ traffic_type: b.traffic_type, reason: b.reason });
+    }
+  });
+
+  it('imported rows override the shipped lists and extend them', () => {
+    const cidr = (text: string) => {
+      const c = parseCidr(text);
+      if (c?.version !== 4) throw new Error(text);
+      return { start: c.start, end: c.end };
+    };
+    const layered = LocalIpData.fromBase(base, {
+      overlays4: [
+        // The operator knows better than the AWS list, and than X4BNet's VPN list.
+        { ...cidr('3.5.140.0/24'), kind: 'isp', provider: 'Office ISP' },
+        { ...cidr('2.56.252.0/24'), kind: 'hosting', provider: null },
+        { ...cidr('5.253.204.162/32'), kind: 'vpn', provider: 'Renamed VPN' },
+        // A range no shipped list has.
+        { ...cidr('81.2.69.0/24'), kind: 'vpn', provider: 'Extra VPN' },
+      ],
+      // An operator's company record inside a shipped hosting range.
+      companies4: [{ ...cidr('13.64.0.0/24'), domain: 'acme.example', company_name: 'Acme', confidence: 0.9, source: 'import' }],
+    });
+    const at = (ip: string) => layered.lookup(parseIp(ip) as NonNullable<ReturnType<typeof parseIp>>);
+    expect(at('3.5.140.1')).toMatchObject({ traffic_type: 'isp', reason: 'The address is in a known consumer ISP range (Office ISP).' });
+    expect(at('2.56.252.1').traffic_type).toBe('hosting');
+    expect(at('5.253.204.162')).toMatchObject({ traffic_type: 'vpn', vpn_provider: 'Renamed VPN' });
+    expect(at('81.2.69.142')).toMatchObject({ traffic_type: 'vpn', vpn_provider: 'Extra VPN' });
+    expect(at('13.64.0.1')).toMatchObject({ traffic_type: 'business', company: { domain: 'acme.example' } });
+    // Outside the imported rows the shipped lists still answer.
+    expect(at('3.5.141.1').reason).toBe('The address is in a known hosting or cloud range (Amazon Web Services).');
+    for (const ip of ['3.5.140.1', '2.56.252.1', '5.253.204.162', '81.2.69.142', '13.64.0.1', '3.5.141.1']) {
+      expect(layered.classifyV4(ip), ip).toBe(at(ip).traffic_type);
+    }
   });
 });
 
@@ -271,17 +379,17 @@ describe('interval indexes', () => {
 });
 
 describe('feed importers', () => {
-  it('read the X4BNet VPN and datacenter lists from shared data, counting what they keep', async () => {
-    const vpn = parseCidrList(await readFile(new URL('x4bnet-lists_vpn/output/vpn/ipv4.txt', SHARED), 'utf8'));
+  it('read the shipped X4BNet VPN and datacenter lists, counting what they keep', async () => {
+    const vpn = parseCidrList(await readFile(new URL('x4bnet-lists_vpn/output/vpn/ipv4.txt', SHIPPED), 'utf8'));
     expect(vpn.read).toBeGreaterThan(10_000);
     expect(vpn.kept + vpn.rejected).toBe(vpn.read);
     expect(vpn.kept / vpn.read).toBeGreaterThan(0.99);
-    const dc6 = parseCidrList(await readFile(new URL('x4bnet-lists_vpn/output/datacenter/ipv6.txt', SHARED), 'utf8'));
+    const dc6 = parseCidrList(await readFile(new URL('x4bnet-lists_vpn/output/datacenter/ipv6.txt', SHIPPED), 'utf8'));
     expect(dc6.kept).toBeGreaterThan(8000);
   });
 
-  it('read the merged cloud lists from shared data', async () => {
-    const aws = parseCidrList(await readFile(new URL('ipranges/amazon/ipv4_merged.txt', SHARED), 'utf8'), 'Amazon Web Services');
+  it('read the shipped merged cloud lists', async () => {
+    const aws = parseCidrList(await readFile(new URL('ipranges/amazon/ipv4_merged.txt', SHIPPED), 'utf8'), 'Amazon Web Services');
     expect(aws.kept).toBeGreaterThan(100);
     expect(aws.rows[0]?.provider).toBe('Amazon Web Services');
   });

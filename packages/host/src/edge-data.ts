@@ -10,9 +10,11 @@ import { EDGE_DATA_FILES } from './ip-data.ts';
 /**
  * `npm run build:edge-data`: the local IP data for the Supabase Edge Functions, which cannot read
  * the npm packages' 60 MB of files at cold start and may ship at most 20 MB per function. Writes
- * the ASN snapshot (snapshot.ts, about 3 MB gzipped) and the country MMDB gzipped (about 4 MB) to
+ * the snapshot of the shipped base (snapshot.ts: the network owners and the shipped VPN and hosting
+ * range lists, about 3 MB gzipped) and the country MMDB gzipped (about 4 MB) to
  * supabase/functions/_shared/ip-data/, which config.toml lists as the IP functions' static files.
- * Generated from the installed packages at deploy time, so never committed.
+ * Generated from the installed packages and packages/core/data/ip-ranges at deploy time, so never
+ * committed.
  */
 export const EDGE_DATA_DIR = fileURLToPath(new URL('../../../supabase/functions/_shared/ip-data/', import.meta.url));
 

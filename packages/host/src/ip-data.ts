@@ -27,9 +27,9 @@ import { Reader, type CountryResponse } from 'maxmind';
 import type { SharedRedis } from './redis.ts';
 
 /**
- * Where the shipped data comes from: the npm packages' files on the Node host (ip-base.ts), a
- * snapshot shipped as static files on Supabase (edge-data.ts). This module imports neither, so the
- * Deno entry points can use it.
+ * Where the shipped data comes from: the npm packages' files and the range lists in
+ * packages/core/data/ip-ranges on the Node host (ip-base.ts), a snapshot of both shipped as static
+ * files on Supabase (edge-data.ts). This module imports neither, so the Deno entry points can use it.
  */
 export interface IpDataSources {
   base(): Promise<AsnBase>;

@@ -6,7 +6,8 @@ import type { TrafficType } from './types.ts';
 /**
  * The free local layer of the waterfall, held in memory: who owns every routed address (ASN ranges
  * with organisation names), what kind of network that is (reviewed data in
- * packages/core/data/network-classes.json), imported VPN/hosting/ISP ranges and company records.
+ * packages/core/data/network-classes.json), the shipped VPN and hosting range lists (reviewed in
+ * packages/core/data/ip-ranges/lists.json), imported VPN/hosting/ISP ranges and company records.
  */
 
 export type RangeKind = 'vpn' | 'hosting' | 'isp';
@@ -138,13 +139,40 @@ const MIXED = 15;
 /** /20 cells at or above this point to a block of /24 cells. */
 const SUB = 16;
 
-/** The shipped network-owner data: owners as columns, and their IPv4 and IPv6 ranges. */
+/** One shipped range list, as packages/core/data/ip-ranges/lists.json describes it. */
+export interface RangeList {
+  id: string;
+  kind: 'vpn' | 'hosting';
+  /** Who operates the ranges, when the list says; an unnamed VPN list falls back to the owner. */
+  provider: string | null;
+  /** Completes "The address …" in the answer, e.g. "is a published crawler address". */
+  reason: string;
+}
+
+/**
+ * The shipped VPN and hosting range lists, flattened: each address resolves to one list. Any VPN
+ * list beats any hosting list; within a kind the most specific range wins, then the list named
+ * first. Values are indexes into `lists`.
+ */
+export interface ShippedRanges {
+  lists: RangeList[];
+  v4: Ipv4Index;
+  v6: Ipv6Index;
+}
+
+/**
+ * The shipped base data: the network owners as columns with their IPv4 and IPv6 ranges, and the
+ * shipped range lists (absent in a base made without them, which then answers from owners alone).
+ */
 export interface AsnBase {
   /** Owner i is AS asns[i], named names[i]; range values are owner indexes. */
   owners: { asns: Int32Array; names: string[] };
   asn4: Ipv4Index;
   asn6: Ipv6Index;
+  ranges?: ShippedRanges;
 }
+
+const NO_SHIPPED_RANGES: ShippedRanges = { lists: [], v4: Ipv4Index.build([]), v6: Ipv6Index.build([]) };
 
 /** Until the first bulk classification builds the table. */
 const EMPTY_TOP = new Uint32Array(0);
@@ -156,6 +184,7 @@ export class LocalIpData {
     private readonly owners: Owners,
     private readonly asn4: Ipv4Index,
     private readonly asn6: Ipv6Index,
+    private readonly shipped: ShippedRanges,
     private readonly overlays: { kind: RangeKind; provider: string | null }[],
     private readonly overlay4: Ipv4Index,
     private readonly overlay6: Ipv6Index,
@@ -166,16 +195,28 @@ export class LocalIpData {
 
   /**
    * A copy with new imported layers (VPN/hosting/ISP ranges, company records) over the same network
-   * owners, so a reload after an import or a learned record does not rebuild the ASN index.
+   * owners and shipped range lists, so a reload after an import or a learned record rebuilds
+   * neither.
    */
   withLayers(layers: Omit<LocalLayers, 'asn4' | 'asn6'>): LocalIpData {
     const next = LocalIpData.build({ asn4: [], asn6: [], ...layers });
-    return new LocalIpData(this.owners, this.asn4, this.asn6, next.overlays, next.overlay4, next.overlay6, next.companies, next.company4, next.company6);
+    return new LocalIpData(
+      this.owners,
+      this.asn4,
+      this.asn6,
+      this.shipped,
+      next.overlays,
+      next.overlay4,
+      next.overlay6,
+      next.companies,
+      next.company4,
+      next.company6,
+    );
   }
 
   /**
-   * From a prebuilt network-owner base (the host fills typed arrays straight from the shipped CSV,
-   * allocating no row objects) plus the imported layers.
+   * From a prebuilt base (the host fills typed arrays straight from the shipped files, allocating
+   * no row objects) plus the imported layers.
    */
   static fromBase(
     base: AsnBase,
@@ -183,7 +224,18 @@ export class LocalIpData {
   ): LocalIpData {
     const owners = new Owners(base.owners.asns, base.owners.names);
     const empty = LocalIpData.build({ asn4: [], asn6: [] });
-    return new LocalIpData(owners, base.asn4, base.asn6, empty.overlays, empty.overlay4, empty.overlay6, empty.companies, empty.company4, empty.company6).withLayers(layers);
+    return new LocalIpData(
+      owners,
+      base.asn4,
+      base.asn6,
+      base.ranges ?? NO_SHIPPED_RANGES,
+      empty.overlays,
+      empty.overlay4,
+      empty.overlay6,
+      empty.companies,
+      empty.company4,
+      empty.company6,
+    ).withLayers(layers);
   }
 
   static build(input: LocalLayers): LocalIpData {
@@ -221,12 +273,14 @@ export class LocalIpData {
       });
     const company4 = Ipv4Index.build(companyIndex(input.companies4 ?? []));
     const company6 = Ipv6Index.build(companyIndex(input.companies6 ?? []));
-    return new LocalIpData(new Owners(Int32Array.from(asns), names), asn4, asn6, overlays, overlay4, overlay6, companies, company4, company6);
+    const owners = new Owners(Int32Array.from(asns), names);
+    return new LocalIpData(owners, asn4, asn6, NO_SHIPPED_RANGES, overlays, overlay4, overlay6, companies, company4, company6);
   }
 
   get stats() {
     return {
       asnSegments: this.asn4.size + this.asn6.size,
+      shippedRangeSegments: this.shipped.v4.size + this.shipped.v6.size,
       overlaySegments: this.overlay4.size + this.overlay6.size,
       companySegments: this.company4.size + this.company6.size,
     };
@@ -261,18 +315,19 @@ export class LocalIpData {
   }
 
   /**
-   * Every address between two consecutive segment boundaries (of the owner, overlay and company
-   * indexes together) gets the same verdict, so one interval search per interval fills the table
-   * exactly. Works one /16 at a time through a 256-cell scratch, so building holds no 16 MiB table.
+   * Every address between two consecutive segment boundaries (of the owner, shipped-list, overlay
+   * and company indexes together) gets the same verdict, so one interval search per interval fills
+   * the table exactly. Works one /16 at a time through a 256-cell scratch, so building holds no
+   * 16 MiB table.
    */
   private buildVerdictTable(): void {
-    // The three indexes' boundaries merged in order, without materialising a million-entry array.
-    const indexes = [this.asn4, this.overlay4, this.company4];
-    const heads = [0, 0, 0];
+    // The indexes' boundaries merged in order, without materialising a million-entry array.
+    const indexes = [this.asn4, this.shipped.v4, this.overlay4, this.company4];
+    const heads = indexes.map(() => 0);
     const nextBoundary = () => {
       let best = -1;
       let value = 2 ** 32;
-      for (let k = 0; k < 3; k++) {
+      for (let k = 0; k < indexes.length; k++) {
         const idx = indexes[k] as Ipv4Index;
         const h = heads[k] as number;
         if (h < idx.boundaryCount && idx.boundaryAt(h) < value) {
@@ -376,16 +431,22 @@ export class LocalIpData {
     }
     if (this.company4.size && this.company4.lookup(ip) >= 0) return 'business';
     if (o >= 0) return 'isp';
+    const s = this.shipped.v4.lookup(ip);
+    if (s >= 0 && (this.shipped.lists[s] as RangeList).kind === 'vpn') return 'vpn';
     const w = this.asn4.lookup(ip);
-    if (w < 0) return null;
-    const codes = (this.verdictCodes ??= this.owners.verdictCodes());
-    return VERDICTS[codes[w] as number] ?? null;
+    this.verdictCodes ??= this.owners.verdictCodes();
+    const owner = w < 0 ? null : (VERDICTS[this.verdictCodes[w] as number] ?? null);
+    if (s >= 0 && owner !== 'vpn') return 'hosting';
+    return owner;
   }
 
   /**
    * The local verdict, in waterfall order: imported VPN/hosting ranges, company records, imported ISP
-   * ranges, then the network owner's class (curated ASN, then name rules). A business owner without a
-   * curated domain is left to the providers.
+   * ranges (the operator's data, so it overrides everything shipped); then the shipped VPN lists,
+   * a VPN network owner, the shipped hosting lists (VPN before hosting: a VPN provider's servers sit
+   * in datacenters, and the datacenter lists cover them too); then the network owner's class
+   * (curated ASN, then name rules). A business owner without a curated domain is left to the
+   * providers.
    */
   lookup(ip: ParsedIp): LocalAnswer {
     const v6 = ip.version === 6;
@@ -400,7 +461,7 @@ export class LocalIpData {
       return {
         ...base,
         traffic_type: overlay.kind,
-        vpn_provider: overlay.kind === 'vpn' ? (overlay.provider ?? owner?.name ?? null) : null,
+        vpn_provider: overlay.kind === 'vpn' ? (overlay.provider ?? owner?.vpnProvider ?? owner?.name ?? null) : null,
         company: null,
         reason: overlay.kind === 'vpn' ? `The address is a known VPN exit${who}.` : `The address is in a known hosting or cloud range${who}.`,
       };
@@ -421,6 +482,18 @@ export class LocalIpData {
     }
     if (overlay) {
       return { ...base, traffic_type: 'isp', vpn_provider: null, company: null, reason: `The address is in a known consumer ISP range${overlay.provider ? ` (${overlay.provider})` : ''}.` };
+    }
+    const sIdx = v6 ? this.shipped.v6.lookup(key as bigint) : this.shipped.v4.lookup(key as number);
+    const list = sIdx >= 0 ? this.shipped.lists[sIdx] : undefined;
+    if (list && (list.kind === 'vpn' || owner?.type !== 'vpn')) {
+      const provider = list.kind === 'vpn' ? (list.provider ?? owner?.vpnProvider ?? owner?.name ?? null) : list.provider;
+      return {
+        ...base,
+        traffic_type: list.kind,
+        vpn_provider: list.kind === 'vpn' ? provider : null,
+        company: null,
+        reason: `The address ${list.reason}${provider ? ` (${provider})` : ''}.`,
+      };
     }
     if (!owner) {
       return { ...base, traffic_type: null, vpn_provider: null, company: null, reason: 'No network owner is known for this address.' };
