@@ -179,9 +179,9 @@ export async function run(): Promise<void> {
 
   // 3. HTTP on cache hits.
   const seconds = benchDuration();
-  // As `npm start` builds it: the in-process hot cache in front of Postgres (Redis when configured).
+  // As `npm start` builds it: the in-process recent results in front of Postgres (Redis when configured).
   // On Postgres the server is the production build in its own process, with the IP data it loads
-  // itself (in-process hot cache, as `npm run serve` builds it without Redis); this process only
+  // itself (in-process recent results, as `npm run serve` builds it without Redis); this process only
   // seeds. On PGlite the app runs here, so it gets the same waterfall here.
   const env = await createTestEnv({ pool: 2, ...(process.env.DATABASE_URL ? {} : { ip: realIpDeps({ recent: true }) }) });
   try {

@@ -251,7 +251,7 @@ describe("this process's recent results", () => {
   it('answer a repeat from memory, and only until the stored result expires', async () => {
     let skew = 0;
     const now = () => Date.now() + skew;
-    const local = await createTestEnv({ ip: async (db) => ({ ...(await realIpDeps()(db)), recent: createRecentResults<CachedVerdict>(100, now) }) });
+    const local = await createTestEnv({ ip: async (db) => ({ ...(await realIpDeps()(db)), recentResults: createRecentResults<CachedVerdict>(100, now) }) });
     try {
       const a = await seedDirectAccount(local.deps, 'Recent');
       await grantCredits({ ctx: local.deps, input: { accountId: a.account_id, credits: 20 } });
@@ -265,7 +265,7 @@ describe("this process's recent results", () => {
       // Another replica (a fresh memory) takes the stored row's own expiry, an hour away here.
       await call(local, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.11' } });
       await local.db`update ip_cache set expires_at = now() + interval '1 hour' where account_id = ${a.account_id}`;
-      (local.deps.ip as IpDeps).recent = createRecentResults<CachedVerdict>(100, now);
+      (local.deps.ip as IpDeps).recentResults = createRecentResults<CachedVerdict>(100, now);
       expect(await ask()).toMatchObject({ cached: false }); // its row was deleted above: looked up afresh
       const second = async () => (await call(local, 'ip-to-company', { key: a.key, body: { ip: '17.253.144.11' } })).body;
       expect(await second()).toMatchObject({ cached: true });
@@ -280,13 +280,13 @@ describe("this process's recent results", () => {
 });
 
 const redisUrl = process.env.REDIS_URL;
-describe.skipIf(!redisUrl)('Redis hot cache (REDIS_URL)', () => {
+describe.skipIf(!redisUrl)('Redis shared results (REDIS_URL)', () => {
   it('serves a repeated lookup from Redis in front of Postgres', async () => {
     const redis = new Redis(redisUrl ?? '');
     const hot = await createTestEnv({
       ip: async (db) => ({
         ...(await realIpDeps()(db)),
-        hotCache: {
+        sharedResults: {
           get: (k) => redis.get(k),
           set: async (k, v, ttl) => {
             await redis.set(k, v, 'EX', ttl);

@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
 import { grantCredits, parseEnv, type Logger, type RateLimiter } from '@sightline/core';
-import { ipDepsFor, packageIpSources, rateLimiterFor, REDIS_TIMEOUTS, redisFor, type SharedRedis } from '@sightline/host';
+import { connectRedis, ipDepsFor, rateLimiterFor, REDIS_TIMEOUTS, type SharedRedis } from '@sightline/core';
+import { packageIpSources } from '@sightline/host';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
 import { freePort, redisServerAvailable, testRedisServer, type TestRedisServer } from './support/redis-server.ts';
 import { seedDirectAccount, seedPartner } from './support/seed.ts';
@@ -99,9 +100,9 @@ describe.skipIf(!redisServerAvailable)(`a Redis outage${skipReason}`, () => {
     consoleError = vi.spyOn(console, 'error');
     server = testRedisServer(await freePort());
     await server.start();
-    // As the Node host builds them: one logger, the host's Redis client, limiter and IP deps.
+    // As buildDeps builds them: one logger, the Redis client, limiter and IP deps.
     config = parseEnv({ REDIS_URL: server.url, RATE_LIMIT_PER_MINUTE: '3' });
-    redis = await redisFor(config, log);
+    redis = connectRedis(Redis, server.url, log);
     const limiter: RateLimiter = rateLimiterFor(config, redis);
     env = await createTestEnv({ log, rateLimiter: limiter, ip: (db) => ipDepsFor(config, db, log, redis, packageIpSources) });
     // 0-5 for the outage, 6-7 untouched until Redis pauses.
@@ -150,7 +151,7 @@ describe.skipIf(!redisServerAvailable)(`a Redis outage${skipReason}`, () => {
     expect(refused.ms).toBeLessThan(PROMPT_MS);
 
     // A replica started during the outage (an Edge Function's cold start) answers at once too.
-    otherReplica = await redisFor(config, log);
+    otherReplica = connectRedis(Redis, server.url, log);
     const cold = await timed(() => rateLimiterFor(config, otherReplica).hit('cold-start'));
     expect(cold.res.allowed).toBe(true);
     expect(cold.ms).toBeLessThan(REDIS_TIMEOUTS.firstConnectMs + PROMPT_MS);

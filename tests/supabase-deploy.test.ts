@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
 import { EDGE_DATA_DIR } from '../packages/host/src/edge-data.ts';
-import { EDGE_DATA_FILES } from '../packages/host/src/ip-data.ts';
+import { EDGE_DATA_FILES } from '../packages/host/src/ip-snapshot-sources.ts';
 import { MIGRATIONS_DIR } from '../packages/host/src/migrations.ts';
 import {
   CONFIG_MARKER,

@@ -1,5 +1,6 @@
 import { consensus, createRecentResults, queryProviders, silentLogger, type Database, type EnrichmentProvider, type IpDeps, type IpProvider, type ProviderAnswer } from '@sightline/core';
-import { buildIpDeps, packageIpSources, type IpDataSources } from '@sightline/host';
+import { buildIpDeps, type IpDataSources } from '@sightline/core';
+import { packageIpSources } from '@sightline/host';
 
 /** The real waterfall (shipped ASN and country data, layers from the test database) with chosen providers. */
 export function realIpDeps(
@@ -15,7 +16,7 @@ export function realIpDeps(
         providerTimeoutMs: opts.timeoutMs ?? 500,
         decide: (answers) => consensus(answers, { weights: {} }),
         query: queryProviders,
-        ...(opts.recent ? { recent: createRecentResults() } : {}),
+        ...(opts.recent ? { recentResults: createRecentResults() } : {}),
       },
       opts.sources ?? packageIpSources,
     );

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { encodeAsnSnapshot } from '@sightline/core';
 import { countryDatabaseFile, readAsnBase } from './ip-base.ts';
-import { EDGE_DATA_FILES } from './ip-data.ts';
+import { EDGE_DATA_FILES } from './ip-snapshot-sources.ts';
 
 /**
  * `npm run build:edge-data`: the local IP data for the Supabase Edge Functions, which cannot read

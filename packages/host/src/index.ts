@@ -7,7 +7,6 @@ export * from './server.ts';
 export * from './node-server.ts';
 export * from './webhook-transport.ts';
 export * from './scheduler.ts';
-export * from './ip-data.ts';
+export * from './ip-snapshot-sources.ts';
 export * from './ip-base.ts';
 export * from './node-hmac.ts';
-export * from './redis.ts';

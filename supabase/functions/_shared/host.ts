@@ -1,23 +1,20 @@
 import {
-  builtinProcessor,
-  connectPostgres,
+  buildDeps,
+  connectConfiguredPostgres,
   createApiServer,
-  createCoreDeps,
-  createKeyring,
   parseEnv,
   readBodyTextPrefix,
   RECEIVER_ANSWER_MAX_BYTES,
   refusedAddressReason,
+  type BuiltDeps,
   type CoreDeps,
   type Database,
   type FunctionDefinition,
   type Logger,
   type WebhookTransport,
 } from '@sightline/core';
-import { createStripeProcessor } from '@sightline/core/payments/stripe';
 import { Redis } from 'ioredis';
-import { EDGE_DATA_FILES, ipDepsFor, snapshotIpSources } from '../../../packages/host/src/ip-data.ts';
-import { connectRedis, rateLimiterFor, type SharedRedis } from '../../../packages/host/src/redis.ts';
+import { EDGE_DATA_FILES, snapshotIpSources } from '../../../packages/host/src/ip-snapshot-sources.ts';
 
 /** Supabase's runtime keeps an isolate alive for promises handed to waitUntil. */
 declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
@@ -79,31 +76,15 @@ export interface DenoHostOptions {
 }
 
 /**
- * The IP functions' local data: the snapshot `npm run build:edge-data` writes next to this file,
- * which config.toml ships as their static files (IP_DATA_DIR overrides where it is read from).
- * Without it, or with one that does not decode, the function still starts, logs why, and answers
- * 503 to lookups. It does not LISTEN for imports (an isolate is short-lived and would hold a
- * connection each, as with the auth cache): imports reach it at its next cold start.
+ * Everything a function runs with, from the function's secrets, through core's buildDeps as on the
+ * Node host. What is Deno's own: Postgres from SUPABASE_DB_URL (Supabase applies the migrations),
+ * the fetch-based webhook transport, and the IP data from the snapshot `npm run build:edge-data`
+ * writes next to this file, which config.toml ships as the IP functions' static files
+ * (IP_DATA_DIR overrides where it is read from). Without it, or with one that does not decode, the
+ * function still starts, logs why, and answers 503 to lookups. An isolate is short-lived, so it
+ * holds no listening connection: no auth cache, and imports reach it at its next cold start.
  */
-async function loadIpData(env: ReturnType<typeof parseEnv>, raw: Record<string, string>, db: Database, redis: SharedRedis | undefined) {
-  const dir = raw.IP_DATA_DIR ? new URL(`${raw.IP_DATA_DIR.replace(/\/?$/, '/')}`, `file://${Deno.cwd()}/`) : new URL('./ip-data/', import.meta.url);
-  const started = Date.now();
-  try {
-    const ip = await ipDepsFor(env, db, jsonLogger, redis, snapshotIpSources((name) => Deno.readFile(new URL(name, dir))), { follow: false });
-    jsonLogger.info('IP data loaded from the snapshot', { ms: Date.now() - started });
-    return ip;
-  } catch (err) {
-    const missing = err instanceof Deno.errors.NotFound;
-    jsonLogger.error(missing ? 'IP data not found: run `npm run build:edge-data` before deploying; IP lookups answer 503' : 'IP data could not be loaded; IP lookups answer 503', {
-      dir: dir.href,
-      files: Object.values(EDGE_DATA_FILES),
-      error: err instanceof Error ? err.message : String(err),
-    });
-    return undefined;
-  }
-}
-
-export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDeps & { db: Database }> {
+export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<BuiltDeps> {
   const raw = Deno.env.toObject();
   // Supabase injects SUPABASE_DB_URL; an explicit DATABASE_URL wins.
   const env = parseEnv({ ...raw, DATABASE_URL: raw.DATABASE_URL ?? raw.SUPABASE_DB_URL });
@@ -111,26 +92,28 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<CoreDep
   let db = opts.db;
   if (!db) {
     if (!env.DATABASE_URL) throw new Error('DATABASE_URL (or SUPABASE_DB_URL) must be set');
-    db = connectPostgres({ url: env.DATABASE_URL, max: env.DATABASE_POOL_MAX, prepare: env.DATABASE_PREPARE });
+    db = connectConfiguredPostgres({ ...env, DATABASE_URL: env.DATABASE_URL });
   }
-  // The same client options and outage handling as the Node host (redis.ts).
-  const redis = env.REDIS_URL ? connectRedis(Redis, env.REDIS_URL, jsonLogger) : undefined;
-  // Without Redis each isolate counts alone; set REDIS_URL for one limit across the fleet.
-  const rateLimiter = rateLimiterFor(env, redis);
-  const ip = opts.ipData && env.IP_DATA ? await loadIpData(env, raw, db, redis) : undefined;
-  return createCoreDeps({
+  const dir = raw.IP_DATA_DIR ? new URL(`${raw.IP_DATA_DIR.replace(/\/?$/, '/')}`, `file://${Deno.cwd()}/`) : new URL('./ip-data/', import.meta.url);
+  return buildDeps(env, {
     db,
-    keyring: await createKeyring(env.SIGHTLINE_SECRET),
-    webhooks: denoWebhookTransport(env.ALLOW_PRIVATE_WEBHOOKS),
+    secret: env.SIGHTLINE_SECRET,
     log: jsonLogger,
-    allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
-    rateLimiter,
-    payments: env.PAYMENTS_PROVIDER === 'stripe' && env.STRIPE_SECRET_KEY ? createStripeProcessor(env.STRIPE_SECRET_KEY) : builtinProcessor,
-    ...(env.SWEEP_SECRET ? { sweepSecret: env.SWEEP_SECRET } : {}),
+    webhooks: denoWebhookTransport(env.ALLOW_PRIVATE_WEBHOOKS),
+    redisClient: Redis,
+    listens: false,
+    ...(opts.ipData ? { ipSources: snapshotIpSources((name) => Deno.readFile(new URL(name, dir))) } : {}),
+    onIpDataError: (err) => {
+      const missing = err instanceof Deno.errors.NotFound;
+      jsonLogger.error(missing ? 'IP data not found: run `npm run build:edge-data` before deploying; IP lookups answer 503' : 'IP data could not be loaded; IP lookups answer 503', {
+        dir: dir.href,
+        files: Object.values(EDGE_DATA_FILES),
+        error: err instanceof Error ? err.message : String(err),
+      });
+    },
     handOff: (p) => {
       if (typeof EdgeRuntime !== 'undefined') EdgeRuntime.waitUntil(p);
     },
-    ...(ip ? { ip } : {}),
   });
 }
 

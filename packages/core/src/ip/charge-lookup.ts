@@ -1,6 +1,6 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, sqlCall } from '../errors.ts';
-import { COST, FREE_TYPES, lookupCacheKey, rememberResult, type HotEntry, type IpOperation, type Verdict } from './resolve-ip.ts';
+import { COST, FREE_TYPES, lookupCacheKey, rememberResult, type SharedEntry, type IpOperation, type Verdict } from './resolve-ip.ts';
 
 /** Spec: results are cached for 7 days; a repeat within them is served at no extra cost. */
 const CACHE_TTL_SECONDS = 7 * 24 * 3600;
@@ -53,6 +53,6 @@ export async function chargeLookupCredits({ ctx, input }: VerbArgs<{ accountId: 
   const result = JSON.parse(kept.result) as Verdict;
   const expiresAt = Date.now() + kept.ttl_ms;
   rememberResult(ipDeps, cacheKey, result, expiresAt);
-  const shared: HotEntry = { expires_at: expiresAt, result };
-  await ipDeps.hotCache?.set(cacheKey, JSON.stringify(shared), Math.ceil(kept.ttl_ms / 1000)).catch(() => undefined);
+  const shared: SharedEntry = { expires_at: expiresAt, result };
+  await ipDeps.sharedResults?.set(cacheKey, JSON.stringify(shared), Math.ceil(kept.ttl_ms / 1000)).catch(() => undefined);
 }

@@ -2,7 +2,7 @@ import type { VerbArgs } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { forbiddenAddressClass, parseIp } from '../net/ip.ts';
 import { levelOf, unidentified } from './consensus.ts';
-import type { RecentResults } from './hot-cache.ts';
+import type { RecentResults } from './recent-results.ts';
 import type { LocalAnswer, LocalIpData } from './local-data.ts';
 import type { ConsensusResult, EnrichmentProvider, IpProvider, ProviderAnswer, TrafficType } from './types.ts';
 
@@ -22,10 +22,10 @@ export interface IpDeps {
   learn(ip: string, company: { domain: string; company_name: string; confidence: number }): Promise<void>;
   /** Re-reads imported ranges and company records after an import. */
   reload?(): Promise<void>;
-  /** This process's recent results (hot-cache.ts), in front of everything else. */
-  recent?: RecentResults<CachedVerdict>;
-  /** A cache shared by the replicas in front of Postgres (Redis); values are `HotEntry` JSON. */
-  hotCache?: { get(key: string): Promise<string | null>; set(key: string, value: string, ttlSeconds: number): Promise<void> };
+  /** This process's recent results (recent-results.ts), in front of everything else. */
+  recentResults?: RecentResults<CachedVerdict>;
+  /** Results shared by the replicas in front of Postgres (Redis); values are `SharedEntry` JSON. */
+  sharedResults?: { get(key: string): Promise<string | null>; set(key: string, value: string, ttlSeconds: number): Promise<void> };
 }
 
 /** Whose 7-day cache a lookup reads and fills: an account's results for one operation. */
@@ -64,8 +64,8 @@ function fromLocal(ip: string, country: string, local: LocalAnswer): Verdict {
 /** A result as a cache serves it: shared by every request for its key, so frozen. */
 export type CachedVerdict = Readonly<Verdict & { cached: true }>;
 
-/** What the shared hot cache holds: the result and when it stops being served (epoch ms). */
-export interface HotEntry {
+/** What the shared results hold: the result and when it stops being served (epoch ms). */
+export interface SharedEntry {
   expires_at: number;
   result: Verdict;
 }
@@ -102,7 +102,7 @@ export interface ResolveIpInput {
 
 /** The caches' key of a lookup: per operation and account, as results are stored. */
 export function lookupCacheKey(operation: IpOperation, accountId: string, ip: string): string {
-  // v2: the shared cache holds `HotEntry` values (v1 held bare results, which a replica still on the
+  // v2: the shared cache holds `SharedEntry` values (v1 held bare results, which a replica still on the
   // old code would misread during a rolling deploy).
   return `sl:ip:v2:${operation}:${accountId}:${ip}`;
 }
@@ -110,7 +110,7 @@ export function lookupCacheKey(operation: IpOperation, accountId: string, ip: st
 /** Keeps a stored result in this process until its expiry; the copy is what a hit returns. */
 export function rememberResult(ipDeps: IpDeps, key: string, result: Verdict, expiresAt: number): CachedVerdict {
   const hit = frozenHit(result);
-  ipDeps.recent?.set(key, hit, expiresAt);
+  ipDeps.recentResults?.set(key, hit, expiresAt);
   return hit;
 }
 
@@ -137,10 +137,10 @@ export async function resolveIp({ ctx, input }: VerbArgs<ResolveIpInput>): Promi
   }
 
   const cacheKey = lookupCacheKey(input.operation, input.accountId, ip);
-  const recent = ipDeps.recent?.get(cacheKey);
+  const recent = ipDeps.recentResults?.get(cacheKey);
   if (recent) return { source: 'cache', verdict: recent };
-  const hot = await ipDeps.hotCache?.get(cacheKey).catch(() => null);
-  const entry = hot ? hotEntry(hot) : null;
+  const shared = await ipDeps.sharedResults?.get(cacheKey).catch(() => null);
+  const entry = shared ? sharedEntry(shared) : null;
   if (entry && entry.expires_at > Date.now()) return { source: 'cache', verdict: rememberResult(ipDeps, cacheKey, entry.result, entry.expires_at) };
   // The remaining lifetime in the database's clock, turned into an expiry in ours: no clock skew.
   const [stored] = await ctx.db<{ result: string; ttl_ms: number }>`
@@ -188,11 +188,11 @@ export async function resolveIp({ ctx, input }: VerbArgs<ResolveIpInput>): Promi
   return { source: 'lookup', verdict };
 }
 
-/** A hot-cache value, or null for one this version cannot read (it is then looked up afresh). */
-function hotEntry(text: string): HotEntry | null {
+/** A shared-results value, or null for one this version cannot read (it is then looked up afresh). */
+function sharedEntry(text: string): SharedEntry | null {
   try {
-    const v = JSON.parse(text) as Partial<HotEntry> | null;
-    return v && typeof v.expires_at === 'number' && v.result && typeof v.result === 'object' ? (v as HotEntry) : null;
+    const v = JSON.parse(text) as Partial<SharedEntry> | null;
+    return v && typeof v.expires_at === 'number' && v.result && typeof v.result === 'object' ? (v as SharedEntry) : null;
   } catch {
     return null;
   }

@@ -1,6 +1,8 @@
-import { createMemoryRateLimiter, createRedisRateLimiter, type Env, type Logger, type RateLimiter, type RedisEval } from '@sightline/core';
-// Types only: the Node host loads ioredis when REDIS_URL is set (deps.ts), the Deno entry imports it
-// itself, and each hands the class to connectRedis, so both build their client here.
+import type { Env } from './config.ts';
+import type { Logger } from './context.ts';
+import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter, type RedisEval } from './limits.ts';
+// Types only: the Node host loads ioredis when REDIS_URL is set, the Deno entry imports it itself,
+// and each hands the class to buildDeps (build-deps.ts), so both build their client here.
 import type { Redis, RedisOptions } from 'ioredis';
 
 /**

@@ -1,0 +1,112 @@
+import type { Redis } from 'ioredis';
+import { listenAuthCache } from './auth-cache.ts';
+import type { BackgroundRunner } from './background.ts';
+import type { Env } from './config.ts';
+import type { CoreDeps, Logger } from './context.ts';
+import { createKeyring, type HmacSha256Hex } from './crypto.ts';
+import type { Database } from './db.ts';
+import { connectPostgres } from './db-postgres.ts';
+import { createCoreDeps } from './deps.ts';
+import { type IpDataSources, ipDepsFor } from './ip/assemble.ts';
+import type { WebhookTransport } from './net/webhook-destination.ts';
+import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
+import { createStripeProcessor } from './payments/stripe.ts';
+import { connectRedis, rateLimiterFor } from './redis.ts';
+
+/**
+ * What only the runtime can supply; everything else is decided here, from configuration, the same
+ * way on every host (the Node host and the Supabase entry used to decide payments, Redis and the
+ * database each on their own, and had drifted).
+ */
+export interface HostRuntime {
+  /** The opened database, its schema current (hosts differ: PGlite or Postgres, migrated or not). */
+  db: Database;
+  /** The server secret the keyring derives from (at least 32 characters). */
+  secret: string;
+  log: Logger;
+  /** Outbound webhooks with the runtime's connect-time address guard. */
+  webhooks: WebhookTransport & { close?(): Promise<void> };
+  /** A synchronous HMAC where the runtime has one (Node), cheaper per request than WebCrypto. */
+  hmacSha256Hex?: HmacSha256Hex;
+  /** The ioredis client class, when REDIS_URL is set (a host loads it only then). */
+  redisClient?: typeof Redis;
+  /**
+   * Whether this process may hold a listening connection: a long-lived server may (the auth cache
+   * and the local IP data follow database notifications); a short-lived isolate should not.
+   */
+  listens: boolean;
+  /** The auth cache's index digest (SHA-256 of a key), where the process keeps one. */
+  digest?: (key: string) => string;
+  /** Where the local IP data comes from; without it IP lookups answer 503. */
+  ipSources?: IpDataSources;
+  /**
+   * What a failure to load the IP data means. Without this, the process fails to start (a broken
+   * install); with it, the error is reported here and IP lookups answer 503 (an Edge Function
+   * deployed without its data still serves everything else).
+   */
+  onIpDataError?: (err: unknown) => void;
+  /** Hands background promises to the runtime (Supabase: EdgeRuntime.waitUntil). */
+  handOff?: (p: Promise<unknown>) => void;
+}
+
+export type BuiltDeps = CoreDeps & { db: Database; runner: BackgroundRunner; close(): Promise<void> };
+
+/** The configured Postgres: DATABASE_URL with the pool size and prepared-statement setting. */
+export function connectConfiguredPostgres(env: Env & { DATABASE_URL: string }): Database {
+  return connectPostgres({ url: env.DATABASE_URL, max: env.DATABASE_POOL_MAX, prepare: env.DATABASE_PREPARE });
+}
+
+export function paymentProcessorFor(env: Env): PaymentProcessor {
+  if (env.PAYMENTS_PROVIDER === 'stripe' && env.STRIPE_SECRET_KEY) return createStripeProcessor(env.STRIPE_SECRET_KEY);
+  return builtinProcessor;
+}
+
+/**
+ * Every dependency of the core from validated configuration and what the runtime supplies: the
+ * keyring, payments, Redis (with its outage handling) and the rate limiter, the auth cache where
+ * the process listens, the waterfall's data and providers, the sweep token. `close` releases them
+ * in order, after background work has drained.
+ */
+export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDeps> {
+  const { db, log } = runtime;
+  const keyring = await createKeyring(runtime.secret, runtime.hmacSha256Hex ? { hmacSha256Hex: runtime.hmacSha256Hex } : {});
+  const redis = env.REDIS_URL && runtime.redisClient ? connectRedis(runtime.redisClient, env.REDIS_URL, log) : undefined;
+  const auth =
+    runtime.listens && runtime.digest && env.AUTH_CACHE_TTL_SECONDS > 0
+      ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS, digest: runtime.digest, log })
+      : undefined;
+  let ip: Awaited<ReturnType<typeof ipDepsFor>> | undefined;
+  if (env.IP_DATA && runtime.ipSources) {
+    try {
+      ip = await ipDepsFor(env, db, log, redis, runtime.ipSources, { follow: runtime.listens });
+    } catch (err) {
+      if (!runtime.onIpDataError) throw err;
+      runtime.onIpDataError(err);
+    }
+  }
+  const deps = createCoreDeps({
+    db,
+    keyring,
+    webhooks: runtime.webhooks,
+    log,
+    allowPrivateWebhooks: env.ALLOW_PRIVATE_WEBHOOKS,
+    // Without Redis each process counts alone; set REDIS_URL for one limit across the fleet.
+    rateLimiter: rateLimiterFor(env, redis),
+    payments: paymentProcessorFor(env),
+    ...(runtime.handOff ? { handOff: runtime.handOff } : {}),
+    ...(ip ? { ip } : {}),
+    ...(auth ? { authCache: auth.cache } : {}),
+    ...(env.SWEEP_SECRET ? { sweepSecret: env.SWEEP_SECRET } : {}),
+  });
+  return {
+    ...deps,
+    async close() {
+      await deps.runner.drain();
+      await runtime.webhooks.close?.();
+      await auth?.unlisten();
+      await ip?.store.close();
+      await redis?.close();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import type { Logger } from '../context.ts';
+import type { Database, Sql } from '../db.ts';
+import { LocalIpData, type AsnBase, type CompanyRow, type OverlayRow, type RangeKind } from './local-data.ts';
+import { parseCidr } from './ranges.ts';
+
+/** The imported and learned layers, from Postgres. */
+export async function readLayers(db: Sql) {
+  const overlays4: OverlayRow<number>[] = [];
+  const overlays6: OverlayRow<bigint>[] = [];
+  for (const r of await db<{ network: string; kind: RangeKind; provider: string | null }>`
+      select network::text as network, kind, provider from ip_ranges`) {
+    const c = parseCidr(r.network);
+    if (c?.version === 4) overlays4.push({ start: c.start, end: c.end, kind: r.kind, provider: r.provider });
+    else if (c?.version === 6) overlays6.push({ start: c.start, end: c.end, kind: r.kind, provider: r.provider });
+  }
+  const companies4: CompanyRow<number>[] = [];
+  const companies6: CompanyRow<bigint>[] = [];
+  for (const r of await db<{ network: string; domain: string; company_name: string; confidence: number; source: 'import' | 'learned' }>`
+      select network::text as network, domain, company_name, confidence::float8 as confidence, source from ip_companies`) {
+    const c = parseCidr(r.network);
+    const row = { domain: r.domain, company_name: r.company_name, confidence: r.confidence, source: r.source };
+    if (c?.version === 4) companies4.push({ start: c.start, end: c.end, ...row });
+    else if (c?.version === 6) companies6.push({ start: c.start, end: c.end, ...row });
+  }
+  return { overlays4, overlays6, companies4, companies6 };
+}
+
+export interface IpStore {
+  data(): LocalIpData;
+  /**
+   * Re-reads the imported and learned layers from Postgres. Resolves once a read that began after
+   * the call is in place, so a caller sees its own committed change.
+   */
+  reload(): Promise<void>;
+  /** Stops following the database's change notifications. */
+  close(): Promise<void>;
+}
+
+export interface IpStoreOptions {
+  /** LISTEN for changes and reload (default); off where a process cannot hold a connection for it. */
+  follow?: boolean;
+}
+
+/** What migration 0006's triggers notify when ip_ranges or ip_companies change. */
+export const IP_DATA_CHANGED_CHANNEL = 'sl_ip_data_changed';
+
+/**
+ * The local data, kept current: whoever changes the imported or learned layers (an operator import
+ * run from another machine, a record another replica learned) commits, the database announces it,
+ * and every process reloads. It listens before the first read, so nothing committed after that
+ * read can be missed, and reloads whenever its listening connection comes back (notifications sent
+ * while it was away are lost).
+ */
+export async function createIpStore(db: Database, log: Logger, base: AsnBase, { follow = true }: IpStoreOptions = {}): Promise<IpStore> {
+  const started = performance.now();
+  let current: LocalIpData | undefined;
+  let missed = false;
+  let inFlight: Promise<void> | undefined;
+  let queued: Promise<void> | undefined;
+  const load = async () => {
+    const layers = await readLayers(db);
+    current = (current as LocalIpData).withLayers(layers);
+  };
+  const reload = (): Promise<void> => {
+    if (!inFlight) {
+      inFlight = load().finally(() => {
+        inFlight = undefined;
+      });
+      return inFlight;
+    }
+    // The read in progress may predate the caller's change: one more after it serves every caller
+    // that arrives meanwhile.
+    queued ??= inFlight
+      .catch(() => undefined)
+      .then(() => {
+        queued = undefined;
+        return reload();
+      });
+    return queued;
+  };
+  const onChange = () => {
+    if (!current) {
+      missed = true;
+      return;
+    }
+    reload().catch((err: unknown) => log.warn('local IP data reload failed', { error: err instanceof Error ? err.message : String(err) }));
+  };
+  let listening = false;
+  const listener = follow
+    ? await db.listen(IP_DATA_CHANGED_CHANNEL, onChange, () => {
+        // The first call is the initial LISTEN, before the first read; later ones are reconnects.
+        if (listening) onChange();
+        listening = true;
+      })
+    : undefined;
+  current = LocalIpData.fromBase(base, await readLayers(db));
+  if (missed) await reload();
+  log.info('local IP data loaded', { ms: Math.round(performance.now() - started), ...current.stats });
+  return {
+    data: () => current as LocalIpData,
+    reload,
+    close: async () => {
+      await listener?.unlisten();
+    },
+  };
+}
