@@ -56,7 +56,18 @@ export async function run(): Promise<void> {
     const [caller] = await db<{ id: string; account_id: string }>`select id, account_id from api_keys where id = ${partner.api_key_id}`;
     if (!caller) throw new Error('partner key missing');
     const child = await createChildKey({
-      ctx: { ...deps, caller: { kind: 'partner', apiKeyId: caller.id, accountId: caller.account_id, status: 'active', isPartner: true, isPartnerMaster: true, parentApiKeyId: null } },
+      ctx: {
+        ...deps,
+        caller: {
+          kind: 'partner',
+          apiKeyId: caller.id,
+          accountId: caller.account_id,
+          status: 'active',
+          isPartner: true,
+          isPartnerMaster: true,
+          parentApiKeyId: null,
+        },
+      },
       input: { name: 'Bench child', domain: 'bench-child.example.com', monthly_id_quota: big },
     });
     const childId = child.child.api_key_id;

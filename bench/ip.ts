@@ -5,27 +5,27 @@ import { fileURLToPath } from 'node:url';
 import { grantCredits, LocalIpData } from '@sightline/core';
 import { FUNCTIONS_PREFIX, openCountryReader, readAsnBase } from '@sightline/host';
 import { buildHost } from '../packages/host/src/build.ts';
-import { BUILT_MAIN, childEnv, run as runCommand, startHost } from '../tests/support/process.ts';
 import { createTestEnv } from '../tests/support/app.ts';
 import { realIpDeps } from '../tests/support/ip.ts';
+import { BUILT_MAIN, childEnv, run as runCommand, startHost } from '../tests/support/process.ts';
 import { seedDirectAccount } from '../tests/support/seed.ts';
+import { openBenchDatabase } from './database.ts';
 import {
   benchDuration,
-  combine,
   CONNECTIONS,
+  combine,
   drive,
   failures,
   formatTable,
-  serveForBench,
+  type Measured,
   machineLine,
   resultsTable,
   runRows,
+  serveForBench,
+  type Target,
   verdict,
   WARMUP_SECONDS,
-  type Measured,
-  type Target,
 } from './lib.ts';
-import { openBenchDatabase } from './database.ts';
 
 /**
  * `npm run bench -- ip`:
@@ -121,7 +121,13 @@ async function measureMemory(url: string | undefined) {
 
   await buildHost();
   const serverRss = async (ipData: boolean) => {
-    const env = childEnv({ DATABASE_URL: url, SIGHTLINE_SECRET: randomBytes(24).toString('hex'), PORT: '0', HOST: '127.0.0.1', IP_DATA: ipData ? '1' : '0' });
+    const env = childEnv({
+      DATABASE_URL: url,
+      SIGHTLINE_SECRET: randomBytes(24).toString('hex'),
+      PORT: '0',
+      HOST: '127.0.0.1',
+      IP_DATA: ipData ? '1' : '0',
+    });
     const server = await startHost(env, 60_000, { entry: BUILT_MAIN });
     try {
       // Listening means every dependency, the IP data included, is built; let start-up work settle.
@@ -166,7 +172,12 @@ export async function run(): Promise<void> {
             ['  the same process before loading', `${mb(memory.probe.before)} MB`, '', ''],
             ...(memory.server
               ? [
-                  ['RSS, npm run serve (Postgres) after loading it', `${mb(memory.server.with)} MB`, '≤ 150 MB', verdict(mb(memory.server.with) <= 150)],
+                  [
+                    'RSS, npm run serve (Postgres) after loading it',
+                    `${mb(memory.server.with)} MB`,
+                    '≤ 150 MB',
+                    verdict(mb(memory.server.with) <= 150),
+                  ],
                   ['  the same server with IP_DATA=0', `${mb(memory.server.without)} MB`, '', ''],
                 ]
               : [['RSS, npm run serve', 'needs DATABASE_URL', '', '']]),

@@ -113,7 +113,10 @@ export function combine(name: string, runs: Measured[]): Row {
   const requests = mine.reduce((n, r) => n + r.requests.total, 0);
   return {
     label: `${name} (combined)`,
-    reqPerSec: rate(requests, mine.reduce((s, r) => s + r.duration, 0)),
+    reqPerSec: rate(
+      requests,
+      mine.reduce((s, r) => s + r.duration, 0),
+    ),
     p50: Math.max(...mine.map((r) => r.latency.p50)),
     p99: Math.max(...mine.map((r) => r.latency.p99)),
     requests,

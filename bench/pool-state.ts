@@ -3,19 +3,19 @@ import { FUNCTIONS_PREFIX } from '@sightline/host';
 import { createTestEnv } from '../tests/support/app.ts';
 import {
   benchDuration,
-  combine,
   CONNECTIONS,
+  combine,
   drive,
   failures,
   formatTable,
-  serveForBench,
+  type Measured,
   machineLine,
   resultsTable,
   runRows,
+  serveForBench,
+  type Target,
   verdict,
   WARMUP_SECONDS,
-  type Measured,
-  type Target,
 } from './lib.ts';
 
 /**

@@ -1,13 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  createCoreDeps,
-  createKeyring,
-  dispatchNewEvents,
-  mintWebhookSecret,
-  silentLogger,
-  sweepWebhookDeliveries,
-} from '@sightline/core';
+import { createCoreDeps, createKeyring, dispatchNewEvents, mintWebhookSecret, silentLogger, sweepWebhookDeliveries } from '@sightline/core';
 import { createNodeWebhookTransport } from '@sightline/host';
 import { openBenchDatabase } from './database.ts';
 import { formatTable, machineLine, verdict } from './lib.ts';

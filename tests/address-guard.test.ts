@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import { describeNetworkError, parseIPv4, parseIPv6, parseWebhookUrl, refusedAddressReason } from '@sightline/core';
+import { describe, expect, it } from 'vitest';
 
 const strict = { allowPrivate: false };
 const dev = { allowPrivate: true };

@@ -1,6 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_CHANGED_CHANNEL, AUTH_PROBE_PREFIX, authenticateKey, listenAuthCache, createAuthCache, createKeyring, generateApiKey, silentLogger, type CoreDeps, type KeyRecord, type Sql } from '@sightline/core';
+import {
+  AUTH_CHANGED_CHANNEL,
+  AUTH_PROBE_PREFIX,
+  authenticateKey,
+  type CoreDeps,
+  createAuthCache,
+  createKeyring,
+  generateApiKey,
+  type KeyRecord,
+  listenAuthCache,
+  type Sql,
+  silentLogger,
+} from '@sightline/core';
 import { nodeHmacSha256Hex, nodeSha256Base64 } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, TEST_SECRET, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';
@@ -67,7 +79,12 @@ describe('the auth cache itself', () => {
       return [{ id: 'k1', account_id: 'a1', status: 'active', is_partner_master: false, parent_api_key_id: null, is_partner: false }];
     }) as unknown as Sql;
     const authCache = createAuthCache({ ttlMs: 60_000, maxEntries: 10, digest: nodeSha256Base64 });
-    const ctx = { db, keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }), log: silentLogger, authCache } as unknown as CoreDeps;
+    const ctx = {
+      db,
+      keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }),
+      log: silentLogger,
+      authCache,
+    } as unknown as CoreDeps;
     const pending = authenticateKey({ ctx, input: { key } });
     await new Promise((r) => setImmediate(r));
     authCache.invalidateAll();

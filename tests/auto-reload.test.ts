@@ -1,8 +1,8 @@
-import { http, HttpResponse } from 'msw';
+import { type ChargeRequest, configureAutoReload, consumeIdentification, creditTopup } from '@sightline/core';
+import { createStripeProcessor } from '@sightline/core/payments/stripe';
+import { HttpResponse, http } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { configureAutoReload, consumeIdentification, creditTopup, type ChargeRequest } from '@sightline/core';
-import { createStripeProcessor } from '@sightline/core/payments/stripe';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { eventsOf, names } from './support/events.ts';
 import { createChildVia, seedDirectKey, seedPartner } from './support/seed.ts';
@@ -120,13 +120,21 @@ async function reloadingPartner(opts: { quota: number; topup?: number; threshold
   const p = await seedPartner(env.deps, { quota: opts.quota, topup: opts.topup ?? 0, perIdPence: 2.5 });
   await configureAutoReload({
     ctx: env.deps,
-    input: { accountId: p.account_id, enabled: true, thresholdIds: opts.threshold, topupAmountIds: opts.amount, paymentMethodId: 'pm_card_visa', customerId: 'cus_42' },
+    input: {
+      accountId: p.account_id,
+      enabled: true,
+      thresholdIds: opts.threshold,
+      topupAmountIds: opts.amount,
+      paymentMethodId: 'pm_card_visa',
+      customerId: 'cus_42',
+    },
   });
   const own = await seedDirectKey(env.deps, p.account_id);
   return { ...p, trackerKeyId: own.api_key_id };
 }
 const consume = (apiKeyId: string) => consumeIdentification({ ctx: env.deps, input: { apiKeyId } });
-const poolState = async (key: string) => (await call(env, 'partner-pool-state', { key })).body as { pool: Json; auto_reload: Json; recent_topups: Json[] };
+const poolState = async (key: string) =>
+  (await call(env, 'partner-pool-state', { key })).body as { pool: Json; auto_reload: Json; recent_topups: Json[] };
 
 describe('auto-reload', () => {
   it('charges topup_amount_ids × rate once available drops below the threshold, and credits the pool', async () => {
@@ -206,7 +214,10 @@ describe('auto-reload', () => {
 describe('top-up purchases', () => {
   it('credit a pool once per payment confirmation, however often it is replayed', async () => {
     const p = await seedPartner(env.deps, { quota: 0 });
-    const first = await creditTopup({ ctx: env.deps, input: { paymentRef: 'pi_replayed', poolAccountId: p.account_id, amount: 30, source: 'operator' } });
+    const first = await creditTopup({
+      ctx: env.deps,
+      input: { paymentRef: 'pi_replayed', poolAccountId: p.account_id, amount: 30, source: 'operator' },
+    });
     const again = await Promise.all(
       Array.from({ length: 5 }, () =>
         creditTopup({ ctx: env.deps, input: { paymentRef: 'pi_replayed', poolAccountId: p.account_id, amount: 30, source: 'operator' } }),
@@ -221,11 +232,20 @@ describe('top-up purchases', () => {
     const p = await seedPartner(env.deps, { quota: 100 });
     const c = await createChildVia(env, p.key, { monthly_id_quota: 1 });
     await consume(c.child.api_key_id);
-    const res = await creditTopup({ ctx: env.deps, input: { paymentRef: 'pi_child_1', childApiKeyId: c.child.api_key_id, amount: 4, source: 'purchase' } });
+    const res = await creditTopup({
+      ctx: env.deps,
+      input: { paymentRef: 'pi_child_1', childApiKeyId: c.child.api_key_id, amount: 4, source: 'purchase' },
+    });
     expect(res.credited).toBe(true);
     const events = await eventsOf(env.db, c.child.api_key_id);
     expect(names(events).slice(-2)).toEqual(['child.topup_changed', 'child.reactivated']);
-    expect(events.at(-2)?.data).toEqual({ child_api_key_id: c.child.api_key_id, previous_topup_balance: 0, topup_balance: 4, delta: 4, reason: 'purchase' });
+    expect(events.at(-2)?.data).toEqual({
+      child_api_key_id: c.child.api_key_id,
+      previous_topup_balance: 0,
+      topup_balance: 4,
+      delta: 4,
+      reason: 'purchase',
+    });
     expect(events.at(-1)?.data.reason).toBe('topup_purchased');
   });
 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildHost } from '../packages/host/src/build.ts';
-import { BUILT_MAIN, childEnv, run, startHost, type StartedServer } from './support/process.ts';
+import { BUILT_MAIN, childEnv, run, type StartedServer, startHost } from './support/process.ts';
 
 /**
  * The production path: `npm run build` bundles the host to plain JavaScript and `npm run serve` runs

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import { parseEnv } from '@sightline/core';
+import { describe, expect, it } from 'vitest';
 
 describe('configuration', () => {
   it('defaults to the embedded database on port 8787', () => {
@@ -20,7 +20,11 @@ describe('configuration', () => {
   });
 
   it('reads consensus weights by provider name', () => {
-    expect(parseEnv({ PROVIDER_WEIGHTS: 'ipinfo=1,ipapi_is=0.8,snitcher=1.2' }).PROVIDER_WEIGHTS).toEqual({ ipinfo: 1, ipapi_is: 0.8, snitcher: 1.2 });
+    expect(parseEnv({ PROVIDER_WEIGHTS: 'ipinfo=1,ipapi_is=0.8,snitcher=1.2' }).PROVIDER_WEIGHTS).toEqual({
+      ipinfo: 1,
+      ipapi_is: 0.8,
+      snitcher: 1.2,
+    });
     expect(parseEnv({}).PROVIDER_WEIGHTS).toEqual({});
     expect(() => parseEnv({ PROVIDER_WEIGHTS: 'ipinfo:1' })).toThrow(/PROVIDER_WEIGHTS/);
     expect(() => parseEnv({ PAYMENTS_PROVIDER: 'stripe' })).toThrow(/STRIPE_SECRET_KEY is required/);

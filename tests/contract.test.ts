@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateApiKey, guardedErrors, policies, type Database, type FunctionDefinition, type RateLimiter } from '@sightline/core';
+import { type Database, type FunctionDefinition, generateApiKey, guardedErrors, policies, type RateLimiter } from '@sightline/core';
 import { createHostApp } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
 import { call, createTestEnv, fn, type TestEnv } from './support/app.ts';
 import { seedDirectAccount, seedDirectKey, seedPartner } from './support/seed.ts';
@@ -188,13 +188,18 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
 /** What makes each status a policy or body guard documents happen, for one function. */
 type Trigger = (def: FunctionDefinition) => Promise<{ status: number; body: Record<string, unknown> }>;
 
-const credentialFor = (def: FunctionDefinition, key: string | undefined): Record<string, string> => (usesKey(def) && key ? { 'x-access-key': key } : {});
+const credentialFor = (def: FunctionDefinition, key: string | undefined): Record<string, string> =>
+  usesKey(def) && key ? { 'x-access-key': key } : {};
 
 const triggers: Record<string, Trigger> = {
   // Malformed JSON for a body; a query value Postgres cannot store for a route that reads a query.
   '400': (def) =>
     readsJson(def)
-      ? call(env, def.name, { method: def.method, rawBody: '{', headers: { 'content-type': 'application/json', ...credentialFor(def, keys.partner) } })
+      ? call(env, def.name, {
+          method: def.method,
+          rawBody: '{',
+          headers: { 'content-type': 'application/json', ...credentialFor(def, keys.partner) },
+        })
       : call(env, def.name, { method: def.method, query: { probe: '\u0000' }, headers: credentialFor(def, keys.partner) }),
   '401': (def) => call(env, def.name, { method: def.method, body: def.method === 'POST' ? {} : undefined }),
   '402': (def) => call(env, def.name, { method: def.method, key: keys.emptyPool, body: def.method === 'POST' ? {} : undefined }),
@@ -211,7 +216,12 @@ const triggers: Record<string, Trigger> = {
     } as RequestInit);
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   },
-  '413': (def) => call(env, def.name, { method: def.method, rawBody: JSON.stringify({ pad: 'x'.repeat(70_000) }), headers: { 'content-type': 'application/json' } }),
+  '413': (def) =>
+    call(env, def.name, {
+      method: def.method,
+      rawBody: JSON.stringify({ pad: 'x'.repeat(70_000) }),
+      headers: { 'content-type': 'application/json' },
+    }),
   '429': (def) => call(env, def.name, { method: def.method, key: keys.limited, body: def.method === 'POST' ? {} : undefined }),
   // An unexpected failure: the database is gone mid-request (after authentication, where there is one).
   '500': async (def) => {
@@ -262,7 +272,10 @@ describe('unknown paths', () => {
 describe('the sweep functions', () => {
   it('run with the sweep token and answer what they did', async () => {
     const app = createHostApp({ ...env.deps, sweepSecret: SWEEP_SECRET });
-    for (const [name, sweep] of [['sweep-period-rollover', 'period-rollover'], ['sweep-webhook-deliveries', 'webhook-deliveries']]) {
+    for (const [name, sweep] of [
+      ['sweep-period-rollover', 'period-rollover'],
+      ['sweep-webhook-deliveries', 'webhook-deliveries'],
+    ]) {
       const res = await app.request(fn(name as string), { method: 'POST', headers: { authorization: `Bearer ${SWEEP_SECRET}` } });
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ success: true, sweep, result: expect.any(Object) as unknown });

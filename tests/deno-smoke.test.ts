@@ -3,12 +3,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grantCredits } from '@sightline/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildEdgeData } from '../packages/host/src/edge-data.ts';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
-import { DENO, SERVE_SCRIPT, openPgliteDirEnv, startDenoFunctions, type DenoFunctionServer } from './support/deno-functions.ts';
+import { DENO, type DenoFunctionServer, openPgliteDirEnv, SERVE_SCRIPT, startDenoFunctions } from './support/deno-functions.ts';
 import { REPO_ROOT } from './support/process.ts';
 import { seedDirectAccount, seedPartner } from './support/seed.ts';
 

@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
 import { AppError } from '@sightline/core';
 import { openPglite, runOperatorCommand } from '@sightline/host';
+import { describe, expect, it } from 'vitest';
 import { createTestEnv } from './support/app.ts';
 
 /**

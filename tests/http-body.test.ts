@@ -1,8 +1,8 @@
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServerType, serve } from '@hono/node-server';
 import { MAX_BODY_BYTES } from '@sightline/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from './support/app.ts';
 import { seedPartner } from './support/seed.ts';
 

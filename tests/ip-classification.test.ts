@@ -1,12 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
 import {
   classifyNetwork,
-  ipv4ToNumber,
   Ipv4Index,
   Ipv6Index,
+  ipv4ToNumber,
   LocalIpData,
   parseCidr,
   parseCidrList,
@@ -15,6 +14,7 @@ import {
   parseIp,
 } from '@sightline/core';
 import { openCountryReader, readAsnBase, readNetworkOwners } from '@sightline/host';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 /** The range lists the product ships (packages/core/data/ip-ranges/README.md says where from). */
 const SHIPPED = new URL('../packages/core/data/ip-ranges/', import.meta.url);
@@ -28,8 +28,7 @@ beforeAll(async () => {
   country = await openCountryReader();
 });
 
-const bigToV6 = (v: bigint) =>
-  Array.from({ length: 8 }, (_, k) => ((v >> BigInt(112 - 16 * k)) & 0xffffn).toString(16)).join(':');
+const bigToV6 = (v: bigint) => Array.from({ length: 8 }, (_, k) => ((v >> BigInt(112 - 16 * k)) & 0xffffn).toString(16)).join(':');
 const dotted = (v: number) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
 
 const look = (ip: string) => {
@@ -78,7 +77,14 @@ describe('shipped data classifies well-known networks', () => {
         { start: ipv4ToNumber('193.60.1.128'), end: ipv4ToNumber('193.60.1.128'), kind: 'isp', provider: null },
       ],
       companies4: [
-        { start: ipv4ToNumber('3.5.140.77'), end: ipv4ToNumber('3.5.140.77'), domain: 'edge.example', company_name: 'Edge', confidence: 0.9, source: 'import' },
+        {
+          start: ipv4ToNumber('3.5.140.77'),
+          end: ipv4ToNumber('3.5.140.77'),
+          domain: 'edge.example',
+          company_name: 'Edge',
+          confidence: 0.9,
+          source: 'import',
+        },
       ],
     });
     const full = (ip: string) => layered.lookup(parseIp(ip) as NonNullable<ReturnType<typeof parseIp>>).traffic_type;
@@ -267,7 +273,8 @@ describe('interval indexes', () => {
         if (r.start > ip || r.end < ip) continue;
         const size = r.end - r.start;
         const bsize = best ? best.end - best.start : Infinity;
-        if (!best || size < bsize || (size === bsize && (r.priority > best.priority || (r.priority === best.priority && r.value > best.value)))) best = r;
+        if (!best || size < bsize || (size === bsize && (r.priority > best.priority || (r.priority === best.priority && r.value > best.value))))
+          best = r;
       }
       return best ? best.value : -1;
     };
@@ -326,7 +333,10 @@ describe('interval indexes', () => {
 
   it('load every shipped row so that its first and last address resolve to its ASN', async () => {
     const dir = path.dirname(createRequire(import.meta.url).resolve('@ip-location-db/asn/package.json'));
-    for (const [file, v6] of [['asn-ipv4-num.csv', false], ['asn-ipv6-num.csv', true]] as const) {
+    for (const [file, v6] of [
+      ['asn-ipv4-num.csv', false],
+      ['asn-ipv6-num.csv', true],
+    ] as const) {
       const lines = (await readFile(path.join(dir, file), 'utf8')).split('\n').filter(Boolean);
       let checked = 0;
       for (let i = 0; i < lines.length; i += 211) {
@@ -347,7 +357,23 @@ describe('interval indexes', () => {
   it('parse IPv4 on the hot path strictly, agreeing with a reference on random strings', () => {
     expect(ipv4ToNumber('255.255.255.255')).toBe(0xffffffff);
     expect(ipv4ToNumber('0.0.0.0')).toBe(0);
-    for (const bad of ['1.2.3', '01.2.3.4', '256.0.0.0', '1.2.3.4.', '1..2.3', 'a.b.c.d', '1.2.3.4 ', '1.2.3.04', '1.2.3.1000', '1.2.3.-1', '1.2.3.+1', '١.2.3.4', '1.2.3:4', '.1.2.3', ''])
+    for (const bad of [
+      '1.2.3',
+      '01.2.3.4',
+      '256.0.0.0',
+      '1.2.3.4.',
+      '1..2.3',
+      'a.b.c.d',
+      '1.2.3.4 ',
+      '1.2.3.04',
+      '1.2.3.1000',
+      '1.2.3.-1',
+      '1.2.3.+1',
+      '١.2.3.4',
+      '1.2.3:4',
+      '.1.2.3',
+      '',
+    ])
       expect(ipv4ToNumber(bad), bad).toBe(-1);
     const reference = (s: string) => {
       const m = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/.exec(s);
@@ -400,17 +426,31 @@ describe('feed importers', () => {
   });
 
   it('read the four cloud providers’ published formats', () => {
-    const aws = parseCloudRanges('aws', JSON.stringify({ prefixes: [{ ip_prefix: '3.5.140.0/22', service: 'AMAZON' }], ipv6_prefixes: [{ ipv6_prefix: '2600:1f18::/36' }] }));
-    const gcp = parseCloudRanges('gcp', JSON.stringify({ prefixes: [{ ipv4Prefix: '34.1.208.0/20', scope: 'africa-south1' }, { ipv6Prefix: '2600:1900:8000::/44' }] }));
-    const azure = parseCloudRanges('azure', JSON.stringify({ values: [{ name: 'AzureCloud', properties: { addressPrefixes: ['13.64.0.0/16', '2603:1000::/40'] } }] }));
-    const oracle = parseCloudRanges('oracle', JSON.stringify({ regions: [{ region: 'uk-london-1', cidrs: [{ cidr: '132.145.0.0/16', tags: ['OCI'] }, { cidr: 'bogus' }] }] }));
+    const aws = parseCloudRanges(
+      'aws',
+      JSON.stringify({ prefixes: [{ ip_prefix: '3.5.140.0/22', service: 'AMAZON' }], ipv6_prefixes: [{ ipv6_prefix: '2600:1f18::/36' }] }),
+    );
+    const gcp = parseCloudRanges(
+      'gcp',
+      JSON.stringify({ prefixes: [{ ipv4Prefix: '34.1.208.0/20', scope: 'africa-south1' }, { ipv6Prefix: '2600:1900:8000::/44' }] }),
+    );
+    const azure = parseCloudRanges(
+      'azure',
+      JSON.stringify({ values: [{ name: 'AzureCloud', properties: { addressPrefixes: ['13.64.0.0/16', '2603:1000::/40'] } }] }),
+    );
+    const oracle = parseCloudRanges(
+      'oracle',
+      JSON.stringify({ regions: [{ region: 'uk-london-1', cidrs: [{ cidr: '132.145.0.0/16', tags: ['OCI'] }, { cidr: 'bogus' }] }] }),
+    );
     expect([aws.kept, gcp.kept, azure.kept, oracle.kept, oracle.rejected]).toEqual([2, 2, 2, 1, 1]);
     expect(azure.rows[0]).toEqual({ cidr: '13.64.0.0/16', provider: 'Microsoft Azure' });
     expect(parseCloudRanges('aws', '{not json').rejected).toBe(1);
   });
 
   it('read IP/CIDR → company CSV with quoting, optional confidence and a header', () => {
-    const r = parseCompanyCsv('ip_or_cidr,domain,company_name,confidence\n81.2.69.142,https://www.Acme.example/,"Acme, Ltd",0.8\n81.2.70.0/24,widgets.example,Widgets\nbad,x,y\n81.2.71.1,acme.example,Acme,2\n');
+    const r = parseCompanyCsv(
+      'ip_or_cidr,domain,company_name,confidence\n81.2.69.142,https://www.Acme.example/,"Acme, Ltd",0.8\n81.2.70.0/24,widgets.example,Widgets\nbad,x,y\n81.2.71.1,acme.example,Acme,2\n',
+    );
     expect(r.read).toBe(4);
     expect(r.rows).toEqual([
       { cidr: '81.2.69.142', domain: 'acme.example', company_name: 'Acme, Ltd', confidence: 0.8 },

@@ -1,6 +1,3 @@
-import fc from 'fast-check';
-import { Address4, Address6 } from 'ip-address';
-import { describe, expect, it } from 'vitest';
 import {
   forbiddenAddressClass,
   groupsToBigint,
@@ -9,12 +6,15 @@ import {
   parseCidr,
   parseCidrList,
   parseCompanyCsv,
-  parseIp,
   parseIPv4,
   parseIPv6,
+  parseIp,
   parseWebhookUrl,
   refusedAddressReason,
 } from '@sightline/core';
+import fc from 'fast-check';
+import { Address4, Address6 } from 'ip-address';
+import { describe, expect, it } from 'vitest';
 
 /*
  * The hand-written parsers stay on the hot path (the lookup route, bulk classification, loading the
@@ -122,7 +122,10 @@ const nearMissV4 = fc.oneof(
     return parts.join('.');
   }),
   // Too few or too many octets, down to the empty string.
-  fc.array(octet, { maxLength: 6 }).filter((a) => a.length !== 4).map((a) => a.join('.')),
+  fc
+    .array(octet, { maxLength: 6 })
+    .filter((a) => a.length !== 4)
+    .map((a) => a.join('.')),
   fc.tuple(validV4, fc.constantFrom('.', ' ', '\n', '\t', '/', ':', '%eth0', '/24')).map(([s, x]) => `${s}${x}`),
   fc.tuple(validV4, fc.constantFrom('.', ' ', '\t', '[', '0')).map(([s, x]) => `${x}${s}`),
   validV4.map((s) => s.replace('.', '..')),
@@ -174,7 +177,11 @@ const v4InV6 = fc
   .tuple(fc.constantFrom('::ffff:', '::FFFF:', '0:0:0:0:0:ffff:', '::', '64:ff9b::', '::ffff:0:'), octets)
   .map(([prefix, o]) => `${prefix}${o.join('.')}`);
 
-const validV6 = fc.oneof(v6Spelling.map((x) => x.text), v4InV6, fc.constantFrom('::', '::1', '1::', 'fe80::1'));
+const validV6 = fc.oneof(
+  v6Spelling.map((x) => x.text),
+  v4InV6,
+  fc.constantFrom('::', '::1', '1::', 'fe80::1'),
+);
 
 const zone = fc.stringMatching(/^%[0-9A-Za-z._-]{0,8}$/);
 const zonedV6 = fc.tuple(validV6, zone).map(([a, z]) => `${a}${z}`);
@@ -187,10 +194,13 @@ const nearMissV6 = fc.oneof(
     return parts.join(':');
   }),
   // Too many or too few groups, with and without `::`.
-  fc.array(group, { minLength: 0, maxLength: 10 }).filter((g) => g.length !== 8).map((g) => g.map((x) => x.toString(16)).join(':')),
-  fc.array(group, { minLength: 8, maxLength: 9 }).chain((g) =>
-    fc.nat(g.length).map((i) => [...g.slice(0, i).map((x) => x.toString(16)), '', ...g.slice(i).map((x) => x.toString(16))].join(':')),
-  ),
+  fc
+    .array(group, { minLength: 0, maxLength: 10 })
+    .filter((g) => g.length !== 8)
+    .map((g) => g.map((x) => x.toString(16)).join(':')),
+  fc
+    .array(group, { minLength: 8, maxLength: 9 })
+    .chain((g) => fc.nat(g.length).map((i) => [...g.slice(0, i).map((x) => x.toString(16)), '', ...g.slice(i).map((x) => x.toString(16))].join(':'))),
   // Two `::`, `:::`, a lone leading or trailing colon.
   fc.tuple(validV6, fc.constantFrom('::1', '1::', ':', '::', ':::')).map(([s, x]) => `${s}${x}`),
   fc.tuple(validV6, fc.constantFrom('1::', ':', '::', ':::', ' ', '[')).map(([s, x]) => `${x}${s}`),
@@ -312,7 +322,10 @@ const dev = { allowPrivate: true };
 /** The 32-bit value of an IPv4 written the way inet_aton reads it: 1–4 parts, each decimal, octal or hex. */
 const atonSpelling = fc
   .record({
-    value: fc.oneof(fc.integer({ min: 0, max: 0xffffffff }), octets.map((o) => ((o[0] << 24) >>> 0) + (o[1] << 16) + (o[2] << 8) + o[3])),
+    value: fc.oneof(
+      fc.integer({ min: 0, max: 0xffffffff }),
+      octets.map((o) => ((o[0] << 24) >>> 0) + (o[1] << 16) + (o[2] << 8) + o[3]),
+    ),
     parts: fc.integer({ min: 1, max: 4 }),
     radix: fc.array(fc.constantFrom(8, 10, 16), { minLength: 4, maxLength: 4 }),
     pad: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
@@ -419,7 +432,13 @@ describe('the webhook destination check (ip-address on a cold path)', () => {
 describe('the importers (ip-address on a cold path)', () => {
   it('keep exactly the lines the loader (parseCidr) can read back, so no stored row is lost on load', () => {
     const line = fc
-      .tuple(fc.oneof(validV4, nearMissV4, validV6, zonedV6, nearMissV6), fc.oneof(fc.integer({ min: 0, max: 130 }).map((n) => `/${n}`), fc.constantFrom('', '/', '/08', '/-1')))
+      .tuple(
+        fc.oneof(validV4, nearMissV4, validV6, zonedV6, nearMissV6),
+        fc.oneof(
+          fc.integer({ min: 0, max: 130 }).map((n) => `/${n}`),
+          fc.constantFrom('', '/', '/08', '/-1'),
+        ),
+      )
       .map(([a, p]) => `${a}${p}`)
       .filter((s) => !s.includes('#') && !/[\r\n]/.test(s) && !s.includes(','));
     fc.assert(

@@ -1,6 +1,3 @@
-import { delay, http, HttpResponse } from 'msw';
-import { setupServer } from 'msw/node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { consensus } from '@sightline/core/ip/consensus';
 import { createPeopleDataLabsEnrichment } from '@sightline/core/ip/enrichment';
 import { createIpapiIsProvider } from '@sightline/core/ip/providers/ipapi-is';
@@ -9,6 +6,9 @@ import { normaliseCompanyDomain } from '@sightline/core/ip/providers/normalise';
 import { queryProviders } from '@sightline/core/ip/providers/run';
 import { createSnitcherProvider } from '@sightline/core/ip/providers/snitcher';
 import type { IpProvider, ProviderAnswer, TrafficType } from '@sightline/core/ip/types';
+import { delay, HttpResponse, http } from 'msw';
+import { setupServer } from 'msw/node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 /*
  * Third-party answers in the shapes their documentation shows: IPinfo's full response (company, asn,
@@ -66,7 +66,14 @@ function ipapiBody(ip: string, extra: Record<string, unknown>): Record<string, u
     is_proxy: false,
     is_vpn: false,
     is_abuser: false,
-    asn: { asn: 7922, abuser_score: '0.0005 (Low)', route: '198.51.100.0/24', org: 'Comcast Cable Communications, LLC', domain: 'comcast.net', type: 'isp' },
+    asn: {
+      asn: 7922,
+      abuser_score: '0.0005 (Low)',
+      route: '198.51.100.0/24',
+      org: 'Comcast Cable Communications, LLC',
+      domain: 'comcast.net',
+      type: 'isp',
+    },
     location: { continent: 'NA', country: 'United States', country_code: 'us', city: 'Springfield' },
     elapsed_ms: 0.9,
     ...extra,
@@ -75,7 +82,8 @@ function ipapiBody(ip: string, extra: Record<string, unknown>): Record<string, u
 
 const handlers = [
   http.get('https://ipinfo.io/:ip', async ({ params, request }) => {
-    if (request.headers.get('authorization') !== `Bearer ${KEYS.ipinfo}`) return HttpResponse.json({ status: 403, error: { title: 'Unknown token' } }, { status: 403 });
+    if (request.headers.get('authorization') !== `Bearer ${KEYS.ipinfo}`)
+      return HttpResponse.json({ status: 403, error: { title: 'Unknown token' } }, { status: 403 });
     const ip = String(params.ip);
     switch (ip) {
       case IP.acme:
@@ -90,7 +98,10 @@ const handlers = [
         );
       case IP.hosting:
         return HttpResponse.json(
-          ipinfoBody(ip, { company: { name: 'Amazon.com, Inc.', domain: 'amazon.com', type: 'hosting' }, privacy: { ...PRIVACY_CLEAN, hosting: true } }),
+          ipinfoBody(ip, {
+            company: { name: 'Amazon.com, Inc.', domain: 'amazon.com', type: 'hosting' },
+            privacy: { ...PRIVACY_CLEAN, hosting: true },
+          }),
         );
       case IP.asnBusiness:
         return HttpResponse.json({
@@ -99,7 +110,11 @@ const handlers = [
           asn: { asn: 'AS3209', name: 'Initech GmbH', domain: 'initech.de', route: '198.51.100.0/24', type: 'business' },
         });
       case IP.asnIsp:
-        return HttpResponse.json({ ip, country: 'US', asn: { asn: 'AS7922', name: 'Comcast', domain: 'comcast.net', route: '198.51.100.0/24', type: 'isp' } });
+        return HttpResponse.json({
+          ip,
+          country: 'US',
+          asn: { asn: 'AS7922', name: 'Comcast', domain: 'comcast.net', route: '198.51.100.0/24', type: 'isp' },
+        });
       case IP.bogon:
         return HttpResponse.json({ ip, bogon: true });
       case IP.mixed:
@@ -119,7 +134,13 @@ const handlers = [
       case IP.acme:
         return HttpResponse.json(
           ipapiBody(ip, {
-            company: { name: 'Acme Inc', abuser_score: '0.0011 (Low)', domain: 'acme.com', type: 'business', network: '198.51.100.0 - 198.51.100.255' },
+            company: {
+              name: 'Acme Inc',
+              abuser_score: '0.0011 (Low)',
+              domain: 'acme.com',
+              type: 'business',
+              network: '198.51.100.0 - 198.51.100.255',
+            },
           }),
         );
       case IP.vpn:
@@ -133,10 +154,15 @@ const handlers = [
         );
       case IP.hosting:
         return HttpResponse.json(
-          ipapiBody(ip, { is_datacenter: true, company: { name: 'Amazon.com, Inc.', abuser_score: '0.0039 (Low)', domain: 'amazon.com', type: 'hosting' } }),
+          ipapiBody(ip, {
+            is_datacenter: true,
+            company: { name: 'Amazon.com, Inc.', abuser_score: '0.0039 (Low)', domain: 'amazon.com', type: 'hosting' },
+          }),
         );
       case IP.bank:
-        return HttpResponse.json(ipapiBody(ip, { company: { name: 'Big Bank plc', abuser_score: '0 (Very Low)', domain: 'BigBank.com.', type: 'banking' } }));
+        return HttpResponse.json(
+          ipapiBody(ip, { company: { name: 'Big Bank plc', abuser_score: '0 (Very Low)', domain: 'BigBank.com.', type: 'banking' } }),
+        );
       case IP.bogon:
         return HttpResponse.json({ ip, is_bogon: true, elapsed_ms: 0.1 });
       case IP.noData:
@@ -149,7 +175,8 @@ const handlers = [
     }
   }),
   http.post('https://api.snitcher.com/company/find', ({ request }) => {
-    if (request.headers.get('authorization') !== `Bearer ${KEYS.snitcher}`) return HttpResponse.json({ message: 'Unauthenticated.' }, { status: 401 });
+    if (request.headers.get('authorization') !== `Bearer ${KEYS.snitcher}`)
+      return HttpResponse.json({ message: 'Unauthenticated.' }, { status: 401 });
     const ip = new URL(request.url).searchParams.get('ip') ?? '';
     const found = (fuzzy: boolean) =>
       HttpResponse.json({
@@ -180,7 +207,10 @@ const handlers = [
         return HttpResponse.json({ status: 202, message: 'Queued for enrichment. Please retry this request in a few seconds.' }, { status: 202 });
       case IP.quota:
         return HttpResponse.json(
-          { message: 'You have exceeded your allowed quota. Please upgrade to a plan that allows more volume or wait for your billing cycle to reset.' },
+          {
+            message:
+              'You have exceeded your allowed quota. Please upgrade to a plan that allows more volume or wait for your billing cycle to reset.',
+          },
           { status: 403 },
         );
       case IP.down:
@@ -201,7 +231,18 @@ function pdlIpRecord(ip: string, metadata: Record<string, unknown>, company: Rec
     data: {
       ip: {
         address: ip,
-        metadata: { version: 4, mobile: false, hosting: false, proxy: false, tor: false, vpn: false, relay: false, service: null, asn_domain: null, ...metadata },
+        metadata: {
+          version: 4,
+          mobile: false,
+          hosting: false,
+          proxy: false,
+          tor: false,
+          vpn: false,
+          relay: false,
+          service: null,
+          asn_domain: null,
+          ...metadata,
+        },
         location: { name: 'Phoenix, Arizona, United States', country: 'United States', continent: 'North America' },
       },
       ...(company ? { company } : {}),
@@ -211,13 +252,18 @@ function pdlIpRecord(ip: string, metadata: Record<string, unknown>, company: Rec
 
 const pdlHandlers = [
   http.get(PDL_IP, async ({ request }) => {
-    if (request.headers.get('x-api-key') !== KEYS.pdl) return HttpResponse.json({ status: 401, error: { type: 'authentication_error', message: 'Invalid API key' } }, { status: 401 });
+    if (request.headers.get('x-api-key') !== KEYS.pdl)
+      return HttpResponse.json({ status: 401, error: { type: 'authentication_error', message: 'Invalid API key' } }, { status: 401 });
     const url = new URL(request.url);
     const ip = url.searchParams.get('ip') ?? '';
     switch (ip) {
       case IP.acme:
         return HttpResponse.json(
-          pdlIpRecord(ip, {}, { confidence: 'High', id: 'tnHcNHbCv8MKeLh92946LAkX6PKg', website: 'acme.com', name: 'acme', display_name: 'Acme', employee_count: 120 }),
+          pdlIpRecord(
+            ip,
+            {},
+            { confidence: 'High', id: 'tnHcNHbCv8MKeLh92946LAkX6PKg', website: 'acme.com', name: 'acme', display_name: 'Acme', employee_count: 120 },
+          ),
         );
       case IP.fuzzy:
         return HttpResponse.json(pdlIpRecord(ip, {}, { confidence: 'moderate', website: 'globex.com', name: 'globex', display_name: 'Globex' }));
@@ -229,7 +275,10 @@ const pdlHandlers = [
       case IP.down:
         return HttpResponse.json({ status: 500, error: { type: 'server_error', message: 'Something went wrong' } }, { status: 500 });
       default:
-        return HttpResponse.json({ status: 404, error: { type: 'not_found', message: 'No records were found matching your request' } }, { status: 404 });
+        return HttpResponse.json(
+          { status: 404, error: { type: 'not_found', message: 'No records were found matching your request' } },
+          { status: 404 },
+        );
     }
   }),
   http.post(PDL_SEARCH, async ({ request }) => {
@@ -237,12 +286,27 @@ const pdlHandlers = [
     const body = (await request.json()) as { query?: { bool?: { must?: { term?: { job_company_website?: string } }[] } } };
     searches.push(body);
     const website = body.query?.bool?.must?.[0]?.term?.job_company_website;
-    if (website !== 'acme.com') return HttpResponse.json({ status: 404, error: { type: 'not_found', message: 'No records were found matching your search' } }, { status: 404 });
+    if (website !== 'acme.com')
+      return HttpResponse.json({ status: 404, error: { type: 'not_found', message: 'No records were found matching your search' } }, { status: 404 });
     return HttpResponse.json({
       status: 200,
       data: [
-        { id: 'p1', full_name: 'Dana Director', job_title: 'Director Of Sales', linkedin_url: 'linkedin.com/in/danadirector', job_title_levels: ['director'], job_company_website: 'acme.com' },
-        { id: 'p2', full_name: 'Carol Chief', job_title: 'Chief Executive Officer', linkedin_url: 'linkedin.com/in/carolchief', job_title_levels: ['cxo', 'owner'], job_company_website: 'acme.com' },
+        {
+          id: 'p1',
+          full_name: 'Dana Director',
+          job_title: 'Director Of Sales',
+          linkedin_url: 'linkedin.com/in/danadirector',
+          job_title_levels: ['director'],
+          job_company_website: 'acme.com',
+        },
+        {
+          id: 'p2',
+          full_name: 'Carol Chief',
+          job_title: 'Chief Executive Officer',
+          linkedin_url: 'linkedin.com/in/carolchief',
+          job_title_levels: ['cxo', 'owner'],
+          job_company_website: 'acme.com',
+        },
         { id: 'p3', full_name: 'Vic Vee', job_title: 'Vp Marketing', linkedin_url: null, job_title_levels: ['vp'], job_company_website: 'acme.com' },
         { id: 'p4', full_name: null, job_title: 'Director', linkedin_url: 'linkedin.com/in/anon', job_title_levels: ['director'] },
       ],
@@ -279,12 +343,21 @@ describe('domain normalisation', () => {
     expect(normaliseCompanyDomain(raw)).toBe(expected);
   });
 
-  it.each([[''], ['   '], ['localhost'], ['192.0.2.1'], ['http://[2001:db8::1]/'], ['acme'], ['not a domain'], ['acme.c0m'], ['-acme.com'], ['acme.com:abc'], ['www']])(
-    '%j is not a company domain',
-    (raw) => {
-      expect(normaliseCompanyDomain(raw)).toBeNull();
-    },
-  );
+  it.each([
+    [''],
+    ['   '],
+    ['localhost'],
+    ['192.0.2.1'],
+    ['http://[2001:db8::1]/'],
+    ['acme'],
+    ['not a domain'],
+    ['acme.c0m'],
+    ['-acme.com'],
+    ['acme.com:abc'],
+    ['www'],
+  ])('%j is not a company domain', (raw) => {
+    expect(normaliseCompanyDomain(raw)).toBeNull();
+  });
 
   it('non-strings are not domains', () => {
     expect(normaliseCompanyDomain(null)).toBeNull();
@@ -358,7 +431,11 @@ describe('IPinfo adapter', () => {
   });
 
   it('baseUrl redirects the call (a proxy or a regional endpoint)', async () => {
-    server.use(http.get('https://proxy.internal/ipinfo/:ip', ({ params }) => HttpResponse.json({ ip: params.ip, country: 'FR', company: { name: 'Via', domain: 'via.fr', type: 'business' } })));
+    server.use(
+      http.get('https://proxy.internal/ipinfo/:ip', ({ params }) =>
+        HttpResponse.json({ ip: params.ip, country: 'FR', company: { name: 'Via', domain: 'via.fr', type: 'business' } }),
+      ),
+    );
     const viaProxy = createIpinfoProvider({ apiKey: KEYS.ipinfo, baseUrl: 'https://proxy.internal/ipinfo/' });
     expect((await viaProxy.lookup(IP.acme, signal()))?.domain).toBe('via.fr');
   });
@@ -533,7 +610,11 @@ describe('queryProviders', () => {
   });
 });
 
-function answer(provider: string, domain: string | null, extra: { type?: TrafficType | null; confidence?: number | null; name?: string | null } = {}): ProviderAnswer {
+function answer(
+  provider: string,
+  domain: string | null,
+  extra: { type?: TrafficType | null; confidence?: number | null; name?: string | null } = {},
+): ProviderAnswer {
   return {
     provider,
     domain,
@@ -580,9 +661,22 @@ describe('consensus', () => {
   });
 
   it('two agreeing providers are confirmed; one alone is only likely, however sure it says it is', () => {
-    expect(consensus([answer('a', 'acme.com'), answer('b', 'acme.com')], equal)).toMatchObject({ identified: true, confidence: 0.84, confidence_level: 'confirmed' });
-    expect(consensus([answer('a', 'acme.com')], equal)).toMatchObject({ identified: true, confidence: 0.7, confidence_level: 'likely', reason: 'one provider names acme.com' });
-    expect(consensus([answer('a', 'acme.com', { confidence: 0.99 })], equal)).toMatchObject({ identified: true, confidence: 0.75, confidence_level: 'likely' });
+    expect(consensus([answer('a', 'acme.com'), answer('b', 'acme.com')], equal)).toMatchObject({
+      identified: true,
+      confidence: 0.84,
+      confidence_level: 'confirmed',
+    });
+    expect(consensus([answer('a', 'acme.com')], equal)).toMatchObject({
+      identified: true,
+      confidence: 0.7,
+      confidence_level: 'likely',
+      reason: 'one provider names acme.com',
+    });
+    expect(consensus([answer('a', 'acme.com', { confidence: 0.99 })], equal)).toMatchObject({
+      identified: true,
+      confidence: 0.75,
+      confidence_level: 'likely',
+    });
   });
 
   it('disagreement: two domains with the same weight identify nothing and both stay in matches', () => {
@@ -600,7 +694,11 @@ describe('consensus', () => {
       ],
     });
     const twoAndTwo = consensus([answer('a', 'acme.com'), answer('b', 'globex.com'), answer('c', 'acme.com'), answer('d', 'globex.com')], equal);
-    expect(twoAndTwo).toMatchObject({ identified: false, confidence_level: 'unconfirmed', reason: 'providers disagree: acme.com (2 providers), globex.com (2 providers)' });
+    expect(twoAndTwo).toMatchObject({
+      identified: false,
+      confidence_level: 'unconfirmed',
+      reason: 'providers disagree: acme.com (2 providers), globex.com (2 providers)',
+    });
     expect(twoAndTwo.matches).toEqual([
       { domain: 'acme.com', confidence: 0.42 },
       { domain: 'globex.com', confidence: 0.42 },
@@ -653,7 +751,9 @@ describe('consensus', () => {
       confidence_level: 'likely',
       reason: '2 of 3 providers name acme.com but one provider reports an ISP network',
     });
-    expect(consensus([answer('a', 'acme.com'), answer('b', 'acme.com'), answer('c', 'acme.com'), answer('d', null, { type: 'vpn' })], equal)).toMatchObject({
+    expect(
+      consensus([answer('a', 'acme.com'), answer('b', 'acme.com'), answer('c', 'acme.com'), answer('d', null, { type: 'vpn' })], equal),
+    ).toMatchObject({
       identified: true,
       domain: 'acme.com',
       confidence: 0.643,
@@ -708,8 +808,17 @@ describe('consensus', () => {
       reason: 'one of 2 providers names acme.com, one provider names globex.com',
     });
     expect(consensus(answers, { weights: { snitcher: 3 } })).toMatchObject({ identified: true, domain: 'globex.com', confidence: 0.525 });
-    expect(consensus(answers, { weights: { ipinfo: 0 } })).toMatchObject({ identified: true, domain: 'globex.com', confidence: 0.7, reason: 'one provider names globex.com' });
-    expect(consensus(answers, { weights: { ipinfo: 1 }, defaultWeight: 0.2 })).toMatchObject({ identified: true, domain: 'acme.com', confidence: 0.583 });
+    expect(consensus(answers, { weights: { ipinfo: 0 } })).toMatchObject({
+      identified: true,
+      domain: 'globex.com',
+      confidence: 0.7,
+      reason: 'one provider names globex.com',
+    });
+    expect(consensus(answers, { weights: { ipinfo: 1 }, defaultWeight: 0.2 })).toMatchObject({
+      identified: true,
+      domain: 'acme.com',
+      confidence: 0.583,
+    });
   });
 
   it("a provider's own confidence scales its vote", () => {
@@ -740,7 +849,10 @@ describe('consensus', () => {
   });
 
   it('a provider counts once, whatever it repeats', () => {
-    expect(consensus([answer('a', 'acme.com'), answer('a', 'acme.com'), answer('a', 'acme.com')], equal)).toMatchObject({ confidence: 0.7, reason: 'one provider names acme.com' });
+    expect(consensus([answer('a', 'acme.com'), answer('a', 'acme.com'), answer('a', 'acme.com')], equal)).toMatchObject({
+      confidence: 0.7,
+      reason: 'one provider names acme.com',
+    });
   });
 });
 
@@ -761,7 +873,11 @@ describe('People Data Labs enrichment', () => {
     });
     expect(searches).toEqual([
       {
-        query: { bool: { must: [{ term: { job_company_website: 'acme.com' } }, { terms: { job_title_levels: ['owner', 'cxo', 'partner', 'vp', 'director'] } }] } },
+        query: {
+          bool: {
+            must: [{ term: { job_company_website: 'acme.com' } }, { terms: { job_title_levels: ['owner', 'cxo', 'partner', 'vp', 'director'] } }],
+          },
+        },
         size: 5,
         titlecase: true,
       },
@@ -769,7 +885,13 @@ describe('People Data Labs enrichment', () => {
   });
 
   it('a company without decision makers on record has no people', async () => {
-    expect(await pdl.enrich({ ip: IP.fuzzy }, signal())).toEqual({ provider: 'peopledatalabs', domain: 'globex.com', company_name: 'Globex', confidence: 0.65, people: [] });
+    expect(await pdl.enrich({ ip: IP.fuzzy }, signal())).toEqual({
+      provider: 'peopledatalabs',
+      domain: 'globex.com',
+      company_name: 'Globex',
+      confidence: 0.65,
+      people: [],
+    });
   });
 
   it('a VPN address is no answer and costs no person search', async () => {

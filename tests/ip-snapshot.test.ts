@@ -1,9 +1,9 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeAsnSnapshot, encodeAsnSnapshot, gunzip, LocalIpData, parseIp, type AsnBase } from '@sightline/core';
+import { type AsnBase, decodeAsnSnapshot, encodeAsnSnapshot, gunzip, LocalIpData, parseIp } from '@sightline/core';
 import { EDGE_DATA_FILES, openCountryReader, readAsnBase, snapshotIpSources } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildEdgeData } from '../packages/host/src/edge-data.ts';
 
 /**

@@ -1,10 +1,10 @@
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { type CachedVerdict, createRecentResults, grantCredits, type IpDeps } from '@sightline/core';
+import { runOperatorCommand } from '@sightline/host';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRecentResults, grantCredits, type CachedVerdict, type IpDeps } from '@sightline/core';
-import { runOperatorCommand } from '@sightline/host';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { realIpDeps, tableProvider } from './support/ip.ts';
 import { seedDirectAccount } from './support/seed.ts';
@@ -56,7 +56,20 @@ describe('ip-to-company', () => {
       company_name: null,
     });
     expect(Object.keys(res.body).sort()).toEqual(
-      ['cached', 'company_name', 'confidence', 'confidence_level', 'country_code', 'domain', 'identified', 'ip', 'matches', 'reason', 'traffic_type', 'vpn_provider'].sort(),
+      [
+        'cached',
+        'company_name',
+        'confidence',
+        'confidence_level',
+        'country_code',
+        'domain',
+        'identified',
+        'ip',
+        'matches',
+        'reason',
+        'traffic_type',
+        'vpn_provider',
+      ].sort(),
     );
     expect(await balance()).toBe(before);
     expect(providerCalls()).toBe(0);
@@ -251,7 +264,9 @@ describe("this process's recent results", () => {
   it('answer a repeat from memory, and only until the stored result expires', async () => {
     let skew = 0;
     const now = () => Date.now() + skew;
-    const local = await createTestEnv({ ip: async (db) => ({ ...(await realIpDeps()(db)), recentResults: createRecentResults<CachedVerdict>(100, now) }) });
+    const local = await createTestEnv({
+      ip: async (db) => ({ ...(await realIpDeps()(db)), recentResults: createRecentResults<CachedVerdict>(100, now) }),
+    });
     try {
       const a = await seedDirectAccount(local.deps, 'Recent');
       await grantCredits({ ctx: local.deps, input: { accountId: a.account_id, credits: 20 } });

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import { createKeyring, generateApiKey, hmacSha256Hex, isWellFormedApiKey, keyPrefixOf, mintWebhookSecret } from '@sightline/core';
+import { describe, expect, it } from 'vitest';
 
 describe('API keys', () => {
   it('have a readable prefix, 32 random base62 characters and a 6-character checksum', () => {
@@ -67,8 +67,6 @@ describe('keyring', () => {
   });
 
   it('computes HMAC-SHA256 like the RFC 4231 test vector 2', async () => {
-    expect(await hmacSha256Hex('Jefe', 'what do ya want for nothing?')).toBe(
-      '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
-    );
+    expect(await hmacSha256Hex('Jefe', 'what do ya want for nothing?')).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
   });
 });

@@ -6,8 +6,9 @@
  * (the first test proves the parallelism exists). Without it they run on PGlite, where everything
  * serialises; the invariants must hold there too, so nothing is skipped except the parallelism probe.
  */
+
+import { AppError, authenticateKey, type ConsumeResult, consumeIdentification, rollOverDuePeriods } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppError, authenticateKey, consumeIdentification, rollOverDuePeriods, type ConsumeResult } from '@sightline/core';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { seedPartner, uniqueDomain } from './support/seed.ts';
@@ -129,10 +130,7 @@ async function eventsOf(childId: string, event?: string): Promise<StoredEvent[]>
     .filter((e) => event === undefined || e.event === event)
     .sort(
       (a, b) =>
-        a.created_at.getTime() - b.created_at.getTime() ||
-        Date.parse(a.timestamp) - Date.parse(b.timestamp) ||
-        a.block - b.block ||
-        a.item - b.item,
+        a.created_at.getTime() - b.created_at.getTime() || Date.parse(a.timestamp) - Date.parse(b.timestamp) || a.block - b.block || a.item - b.item,
     );
 }
 
@@ -292,9 +290,7 @@ describe('transfers racing consumption: both balances change or neither, and not
     expect(consumptions.map((c) => c.outcome).filter((o) => !['consumed', 'no_ids', 'suspended'].includes(o))).toEqual([]);
     const consumedCount = consumptions.filter((c) => c.outcome === 'consumed').length;
     expect(consumedCount).toBeGreaterThan(0);
-    expect(consumptions.filter((c) => c.outcome === 'consumed').every((c) => c.child_source === 'topup' && c.pool_source === null)).toBe(
-      true,
-    );
+    expect(consumptions.filter((c) => c.outcome === 'consumed').every((c) => c.child_source === 'topup' && c.pool_source === null)).toBe(true);
 
     const pool = await poolOf(p.account_id);
     const state = await childState(child.id);
@@ -339,10 +335,22 @@ describe('transfers racing consumption: both balances change or neither, and not
     expect(reactivated.length).toBe(suspendedEvents.length - (state.status === 'suspended' ? 1 : 0));
     expect(gifts.filter((g) => g.data.previous_topup_balance === 0)).toHaveLength(reactivated.length + 1);
     for (const s of suspendedEvents) {
-      expect(s.data).toEqual({ child_api_key_id: child.id, ids_used_this_period: 0, monthly_id_quota: 0, topup_balance: 0, reason: 'quota_exhausted' });
+      expect(s.data).toEqual({
+        child_api_key_id: child.id,
+        ids_used_this_period: 0,
+        monthly_id_quota: 0,
+        topup_balance: 0,
+        reason: 'quota_exhausted',
+      });
     }
     for (const r of reactivated) {
-      expect(r.data).toEqual({ child_api_key_id: child.id, ids_used_this_period: 0, monthly_id_quota: 0, topup_balance: AMOUNT, reason: 'topup_purchased' });
+      expect(r.data).toEqual({
+        child_api_key_id: child.id,
+        ids_used_this_period: 0,
+        monthly_id_quota: 0,
+        topup_balance: AMOUNT,
+        reason: 'topup_purchased',
+      });
     }
   });
 });
@@ -461,9 +469,7 @@ describe('period rollover', () => {
     const notYetBefore = await childState(notYet.id);
 
     // Four sweeps at once, in small batches so they keep competing for the same rows (SKIP LOCKED).
-    const sweeps = await Promise.all(
-      Array.from({ length: 4 }, () => rollOverDuePeriods({ ctx: env.deps, input: { now, batchSize: 2 } })),
-    );
+    const sweeps = await Promise.all(Array.from({ length: 4 }, () => rollOverDuePeriods({ ctx: env.deps, input: { now, batchSize: 2 } })));
     expect(sweeps.reduce((n, s) => n + s.children, 0)).toBe(6);
     expect(sweeps.reduce((n, s) => n + s.pools, 0)).toBe(1);
 

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '@sightline/core';
 import { loadMigrations } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase, type TestDatabase } from './support/db.ts';
 
 let t: TestDatabase;
@@ -40,11 +40,15 @@ describe('ledger invariants are CHECK constraints', () => {
     const [k] = await t.db<{ id: string }>`
       insert into api_keys (account_id, key_hash, key_prefix) values (${a?.id ?? ''}, ${'f'.repeat(64)}, 'sl_x') returning id`;
     const key = k?.id ?? '';
-    await expectViolation(() => t.db`
+    await expectViolation(
+      () => t.db`
       insert into child_subscriptions (api_key_id, monthly_id_quota, ids_used_this_period, current_period_end)
-      values (${key}, 1, 2, now() + interval '30 days')`);
-    await expectViolation(() => t.db`
-      insert into child_subscriptions (api_key_id, topup_balance, current_period_end) values (${key}, -1, now() + interval '30 days')`);
+      values (${key}, 1, 2, now() + interval '30 days')`,
+    );
+    await expectViolation(
+      () => t.db`
+      insert into child_subscriptions (api_key_id, topup_balance, current_period_end) values (${key}, -1, now() + interval '30 days')`,
+    );
   });
 
   it('refuse a second live website for one domain, a malformed domain and a second master key', async () => {
@@ -57,8 +61,10 @@ describe('ledger invariants are CHECK constraints', () => {
     await expectViolation(() => t.db`insert into websites (api_key_id, domain) values (${key}, 'one.example.com')`);
     await expectViolation(() => t.db`insert into websites (api_key_id, domain) values (${key}, 'https://two.example.com')`);
     await expectViolation(() => t.db`insert into websites (api_key_id, domain) values (${key}, 'Upper.Example.com')`);
-    await expectViolation(() => t.db`
-      insert into api_keys (account_id, key_hash, key_prefix, is_partner_master) values (${acc}, ${'b'.repeat(64)}, 'sl_b', true)`);
+    await expectViolation(
+      () => t.db`
+      insert into api_keys (account_id, key_hash, key_prefix, is_partner_master) values (${acc}, ${'b'.repeat(64)}, 'sl_b', true)`,
+    );
   });
 
   it('refuse a plaintext-looking key hash', async () => {

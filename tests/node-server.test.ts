@@ -1,8 +1,8 @@
-import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { allowedMethodsAt, createHostApp, createNodeServer } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from './support/app.ts';
 import { seedPartner } from './support/seed.ts';
 
@@ -21,7 +21,13 @@ beforeAll(async () => {
   env = await createTestEnv({ log: { info() {}, warn() {}, error: (msg) => void errors.push(msg) } });
   key = (await seedPartner(env.deps, { quota: 10 })).key;
   const app = createHostApp(env.deps, { bodyTimeoutMs: 400 });
-  server = createNodeServer({ fetch: app.fetch, log: env.deps.log, allowedMethods: allowedMethodsAt, headersTimeoutMs: 600, requestTimeoutMs: 1_500 });
+  server = createNodeServer({
+    fetch: app.fetch,
+    log: env.deps.log,
+    allowedMethods: allowedMethodsAt,
+    headersTimeoutMs: 600,
+    requestTimeoutMs: 1_500,
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
 });

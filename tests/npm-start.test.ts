@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openTestDatabase, usingPostgres, type TestDatabase } from './support/db.ts';
-import { admin, childEnv, REPO_ROOT, run, startHost, type StartedServer } from './support/process.ts';
+import { openTestDatabase, type TestDatabase, usingPostgres } from './support/db.ts';
+import { admin, childEnv, REPO_ROOT, run, type StartedServer, startHost } from './support/process.ts';
 
 /**
  * The README's promise, over real sockets: `npm start` on an empty data directory prints a demo
@@ -57,7 +57,10 @@ describe('npm start on the embedded default', () => {
     const res = await run('bash', ['-euo', 'pipefail', '-c', script], { ...env, KEY: demoKey });
     expect(res.stderr).toBe('');
     expect(res.code).toBe(0);
-    const answers = res.stdout.trim().split('\n').map((l) => JSON.parse(l) as { success: boolean });
+    const answers = res.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { success: boolean });
     expect(answers.length).toBeGreaterThanOrEqual(3);
     expect(answers.every((a) => a.success)).toBe(true);
   });

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOperatorCommand } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';
 
@@ -34,7 +34,9 @@ describe('operator commands hand the verb its parsed flags', () => {
     await runOperatorCommand(env.deps, 'consume', { 'key-id': p.api_key_id });
     expect(await poolOf(p.key)).toMatchObject({ ids_used_this_period: 4 });
 
-    await expect(runOperatorCommand(env.deps, 'consume', { 'key-id': p.api_key_id, count: '10001' })).rejects.toThrow(/--count must be at most 10000/);
+    await expect(runOperatorCommand(env.deps, 'consume', { 'key-id': p.api_key_id, count: '10001' })).rejects.toThrow(
+      /--count must be at most 10000/,
+    );
     await expect(runOperatorCommand(env.deps, 'consume', { 'key-id': p.api_key_id, count: '2.5' })).rejects.toThrow(/--count must be a whole number/);
     await expect(runOperatorCommand(env.deps, 'consume', { 'key-id': p.api_key_id, count: 'lots' })).rejects.toThrow(/--count must be a number/);
     expect(await poolOf(p.key)).toMatchObject({ ids_used_this_period: 4 });
@@ -49,7 +51,9 @@ describe('operator commands hand the verb its parsed flags', () => {
     expect(sub).toEqual({ topup_balance: 4 });
     expect(await poolOf(p.key)).toMatchObject({ topup_balance: 0 });
 
-    await expect(runOperatorCommand(env.deps, 'purchase-topup', { 'child-id': 'not-a-uuid', amount: '4' })).rejects.toThrow(/--child-id must be a uuid/);
+    await expect(runOperatorCommand(env.deps, 'purchase-topup', { 'child-id': 'not-a-uuid', amount: '4' })).rejects.toThrow(
+      /--child-id must be a uuid/,
+    );
   });
 
   it('refuses an unknown flag by name, with the command’s usage line', async () => {

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticateKey } from '@sightline/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { eventsOf } from './support/events.ts';
 import { startReceiver } from './support/receiver.ts';

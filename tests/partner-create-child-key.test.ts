@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticateKey, isWellFormedApiKey } from '@sightline/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { closedPort, startReceiver } from './support/receiver.ts';
 import { seedDirectAccount, seedPartner, uniqueDomain } from './support/seed.ts';
@@ -170,8 +170,16 @@ describe('partner-create-child-key: rejected requests change nothing', () => {
     ['webhook_url not http(s)', { name: 'x', domain: 'ok.example.com', webhook_url: 'ftp://example.com/x' }, /http\(s\)/],
     ['webhook_url to cloud metadata', { name: 'x', domain: 'ok.example.com', webhook_url: 'http://169.254.169.254/latest' }, /link-local/],
     ['webhook_url with credentials', { name: 'x', domain: 'ok.example.com', webhook_url: 'https://u:p@example.com/' }, /credentials/],
-    ['webhook_secret shorter than 8', { name: 'x', domain: 'ok.example.com', webhook_url: 'https://example.com/h', webhook_secret: 'short' }, /webhook_secret.*8/],
-    ['webhook_secret without webhook_url', { name: 'x', domain: 'ok.example.com', webhook_secret: 'long-enough-secret' }, /only used together with webhook_url/],
+    [
+      'webhook_secret shorter than 8',
+      { name: 'x', domain: 'ok.example.com', webhook_url: 'https://example.com/h', webhook_secret: 'short' },
+      /webhook_secret.*8/,
+    ],
+    [
+      'webhook_secret without webhook_url',
+      { name: 'x', domain: 'ok.example.com', webhook_secret: 'long-enough-secret' },
+      /only used together with webhook_url/,
+    ],
     ['unknown field', { name: 'x', domain: 'ok.example.com', monthly_quota: 5 }, /unknown field.*monthly_quota/],
   ];
 

@@ -1,6 +1,6 @@
+import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '@sightline/core';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from '@sightline/core';
 import { allFunctions } from '../functions/index.ts';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';
@@ -40,7 +40,12 @@ describe('out-of-IDs guard (402)', () => {
   afterAll(() => env.close());
 
   it('the guard covers every partner route but partner-pool-state', () => {
-    expect(guardedRoutes.map((f) => f.name).sort()).toEqual(allFunctions.filter((f) => f.name.startsWith('partner-') && f.name !== 'partner-pool-state').map((f) => f.name).sort());
+    expect(guardedRoutes.map((f) => f.name).sort()).toEqual(
+      allFunctions
+        .filter((f) => f.name.startsWith('partner-') && f.name !== 'partner-pool-state')
+        .map((f) => f.name)
+        .sort(),
+    );
   });
 
   it.each(guardedRoutes.map((f) => [f.name, f] as const))(

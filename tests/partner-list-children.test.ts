@@ -7,8 +7,7 @@ let partner: Awaited<ReturnType<typeof seedPartner>>;
 let other: Awaited<ReturnType<typeof seedPartner>>;
 const ids: Record<string, string> = {};
 
-const list = (query: Record<string, string> = {}, key = partner.key) =>
-  call(env, 'partner-list-children', { key, query });
+const list = (query: Record<string, string> = {}, key = partner.key) => call(env, 'partner-list-children', { key, query });
 
 async function createChild(key: string, name: string, extra: Json = {}) {
   const res = await call(env, 'partner-create-child-key', { key, body: { name, domain: uniqueDomain(), ...extra } });
@@ -41,8 +40,19 @@ describe('partner-list-children', () => {
     const first = children[0] ?? {};
     expect(Object.keys(first).sort()).toEqual(
       [
-        'child_api_key_id', 'child_user_id', 'name', 'domain', 'tracking_script_id', 'status', 'created_at',
-        'monthly_id_quota', 'ids_used_this_period', 'topup_balance', 'current_period_end', 'sub_status', 'has_webhook',
+        'child_api_key_id',
+        'child_user_id',
+        'name',
+        'domain',
+        'tracking_script_id',
+        'status',
+        'created_at',
+        'monthly_id_quota',
+        'ids_used_this_period',
+        'topup_balance',
+        'current_period_end',
+        'sub_status',
+        'has_webhook',
       ].sort(),
     );
     expect(first).toMatchObject({

@@ -31,7 +31,13 @@ describe('partner-pool-state', () => {
     });
     expect(Date.parse(pool.current_period_end as string) - Date.parse(pool.current_period_start as string)).toBe(30 * 86400_000);
     const auto = res.body.auto_reload as Json;
-    expect(auto).toMatchObject({ enabled: true, threshold_ids: 50, topup_amount_ids: 1000, payment_method_id: 'pm_card_visa', consecutive_declines: 2 });
+    expect(auto).toMatchObject({
+      enabled: true,
+      threshold_ids: 50,
+      topup_amount_ids: 1000,
+      payment_method_id: 'pm_card_visa',
+      consecutive_declines: 2,
+    });
     expect(Number.isNaN(Date.parse(auto.last_declined_at as string))).toBe(false);
     expect(res.body.recent_topups).toEqual([{ amount_ids: 40, created_at: expect.any(String) as unknown, status: 'completed' }]);
   });

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticateKey, isWellFormedApiKey } from '@sightline/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';
 

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consumeIdentification } from '@sightline/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { eventsOf, names } from './support/events.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';

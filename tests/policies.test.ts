@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { createApiServer, type FunctionDefinition, openapi, type Policy, policies } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiServer, openapi, policies, type FunctionDefinition, type Policy } from '@sightline/core';
 import { createTestEnv, type TestEnv } from './support/app.ts';
 import { seedDirectAccount } from './support/seed.ts';
 
@@ -105,13 +105,20 @@ describe('public tracker endpoint', () => {
   });
 
   it('answers a preflight with 204 and the CORS headers, and errors carry them too', async () => {
-    const pre = await app().request('http://x/f/probe', { method: 'OPTIONS', headers: { origin: 'https://a.example', 'access-control-request-method': 'POST' } });
+    const pre = await app().request('http://x/f/probe', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://a.example', 'access-control-request-method': 'POST' },
+    });
     expect(pre.status).toBe(204);
     expect(pre.headers.get('access-control-allow-methods')).toContain('POST');
     const bad = await app().request('http://x/f/probe', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"n":"x"}' });
     expect(bad.status).toBe(400);
     expect(bad.headers.get('access-control-allow-origin')).toBe('*');
-    const wrong = await app().request('http://x/f/probe', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'n=1' });
+    const wrong = await app().request('http://x/f/probe', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'n=1',
+    });
     expect(wrong.status).toBe(400);
   });
 
@@ -127,7 +134,10 @@ describe('public tracker endpoint', () => {
 });
 
 describe('tracker owner and account key', () => {
-  it.each([['trackerOwner', policies.trackerOwner], ['accountKey', policies.accountKey]] as const)('%s admits any key of the account that is not revoked', async (_n, policy) => {
+  it.each([
+    ['trackerOwner', policies.trackerOwner],
+    ['accountKey', policies.accountKey],
+  ] as const)('%s admits any key of the account that is not revoked', async (_n, policy) => {
     const app = serve(probe(policy));
     const res = await app.request('http://x/f/probe', { headers: { 'x-access-key': key } });
     expect(((await res.json()) as { caller: { kind: string } }).caller.kind).toBe('account-key');

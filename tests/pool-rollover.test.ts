@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consumeIdentification, rollOverDuePeriods, silentLogger } from '@sightline/core';
 import { runOperatorCommand, startScheduler } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { createChildVia, seedDirectKey, seedPartner } from './support/seed.ts';
 
@@ -87,8 +87,15 @@ describe('operator commands', () => {
 
   it('record-invoice and settle-invoice gate child creation on monthly-invoice billing', async () => {
     const p = await seedPartner(env.deps, { quota: 10 });
-    await runOperatorCommand(env.deps, 'set-billing', { 'account-id': p.account_id, mode: 'invoice_monthly', 'per-id-pence': '1.5', card: 'pm_visa' });
-    const inv = (await runOperatorCommand(env.deps, 'record-invoice', { 'account-id': p.account_id, 'amount-pence': '1200' })) as { invoice_id: string };
+    await runOperatorCommand(env.deps, 'set-billing', {
+      'account-id': p.account_id,
+      mode: 'invoice_monthly',
+      'per-id-pence': '1.5',
+      card: 'pm_visa',
+    });
+    const inv = (await runOperatorCommand(env.deps, 'record-invoice', { 'account-id': p.account_id, 'amount-pence': '1200' })) as {
+      invoice_id: string;
+    };
     const body = { name: 'x', domain: `inv-gate-${Date.now()}.example.com` };
     expect((await call(env, 'partner-create-child-key', { key: p.key, body })).status).toBe(409);
     expect(await runOperatorCommand(env.deps, 'settle-invoice', { 'invoice-id': inv.invoice_id })).toMatchObject({ status: 'paid' });
@@ -107,7 +114,9 @@ describe('operator commands', () => {
   });
 
   it('rejects unknown flags and commands with the usage', async () => {
-    await expect(runOperatorCommand(env.deps, 'set-auto-reload', { 'account-id': '00000000-0000-4000-8000-000000000000', colour: 'x' })).rejects.toThrow(/colour/);
+    await expect(
+      runOperatorCommand(env.deps, 'set-auto-reload', { 'account-id': '00000000-0000-4000-8000-000000000000', colour: 'x' }),
+    ).rejects.toThrow(/colour/);
     await expect(runOperatorCommand(env.deps, 'frobnicate', {})).rejects.toThrow(/unknown command/);
   });
 });

@@ -1,10 +1,10 @@
-import { http, HttpResponse } from 'msw';
-import { setupServer } from 'msw/node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBodyPrefix } from '@sightline/core';
 import { PROVIDER_ANSWER_MAX_BYTES } from '@sightline/core/ip/providers/http';
 import { createIpinfoProvider } from '@sightline/core/ip/providers/ipinfo';
 import { queryProviders } from '@sightline/core/ip/providers/run';
+import { HttpResponse, http } from 'msw';
+import { setupServer } from 'msw/node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /*
  * A paid provider (a third party, so msw) that answers with far more than any documented answer:
@@ -45,11 +45,16 @@ const server = setupServer(
   http.get('https://huge.example/:status/:ip', ({ params }) => {
     const status = Number(params.status);
     // A valid answer but for its size; an error page in plain text.
-    const body = status === 200 ? hugeBody(JSON.stringify({ ip: params.ip, country: 'US', company: { name: 'Acme', domain: 'acme.com', type: 'business' } }), BIG) : hugeBody('upstream overloaded', BIG);
+    const body =
+      status === 200
+        ? hugeBody(JSON.stringify({ ip: params.ip, country: 'US', company: { name: 'Acme', domain: 'acme.com', type: 'business' } }), BIG)
+        : hugeBody('upstream overloaded', BIG);
     served = body;
     return new HttpResponse(body.stream, { status, headers: { 'content-type': status === 200 ? 'application/json' : 'text/plain' } });
   }),
-  http.get('https://small.example/:ip', ({ params }) => HttpResponse.json({ ip: params.ip, country: 'DE', company: { name: 'Initech', domain: 'initech.de', type: 'business' } })),
+  http.get('https://small.example/:ip', ({ params }) =>
+    HttpResponse.json({ ip: params.ip, country: 'DE', company: { name: 'Initech', domain: 'initech.de', type: 'business' } }),
+  ),
 );
 beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
 afterAll(() => server.close());
@@ -61,12 +66,16 @@ const SLACK = 2 * 64 * 1024;
 
 describe('a paid provider answer is read up to a cap', () => {
   it('a 200 over 1 MiB fails that provider, having read no more than the cap', async () => {
-    await expect(provider('https://huge.example/200').lookup(IP, signal())).rejects.toThrow(/ipinfo answered HTTP 200 with a body over 1048576 bytes/);
+    await expect(provider('https://huge.example/200').lookup(IP, signal())).rejects.toThrow(
+      /ipinfo answered HTTP 200 with a body over 1048576 bytes/,
+    );
     expect(served.pulled.bytes).toBeLessThanOrEqual(PROVIDER_ANSWER_MAX_BYTES + SLACK);
   });
 
   it('the oversized provider is one failure; the lookup still has the other answers', async () => {
-    const run = await queryProviders([provider('https://huge.example/200'), { ...provider('https://small.example'), name: 'small' }], IP, { timeoutMs: 5_000 });
+    const run = await queryProviders([provider('https://huge.example/200'), { ...provider('https://small.example'), name: 'small' }], IP, {
+      timeoutMs: 5_000,
+    });
     expect(run.answers.map((a) => [a.provider, a.domain])).toEqual([['small', 'initech.de']]);
     expect(run.failures).toEqual([{ provider: 'ipinfo', error: expect.stringMatching(/body over 1048576 bytes/) }]);
   });

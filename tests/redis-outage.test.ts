@@ -1,10 +1,19 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
-import { grantCredits, parseEnv, type Logger, type RateLimiter } from '@sightline/core';
-import { connectRedis, ipDepsFor, rateLimiterFor, REDIS_TIMEOUTS, type SharedRedis } from '@sightline/core';
+import {
+  connectRedis,
+  grantCredits,
+  ipDepsFor,
+  type Logger,
+  parseEnv,
+  type RateLimiter,
+  REDIS_TIMEOUTS,
+  rateLimiterFor,
+  type SharedRedis,
+} from '@sightline/core';
 import { packageIpSources } from '@sightline/host';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
-import { freePort, redisServerAvailable, testRedisServer, type TestRedisServer } from './support/redis-server.ts';
+import { freePort, redisServerAvailable, type TestRedisServer, testRedisServer } from './support/redis-server.ts';
 import { seedDirectAccount, seedPartner } from './support/seed.ts';
 
 /**

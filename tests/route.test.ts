@@ -1,6 +1,16 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import {
+  createApiServer,
+  createCoreDeps,
+  createKeyring,
+  type Database,
+  type FunctionDefinition,
+  type HonoEnv,
+  openapi,
+  policies,
+  silentLogger,
+} from '@sightline/core';
 import { describe, expect, it } from 'vitest';
-import { createApiServer, createCoreDeps, createKeyring, openapi, policies, silentLogger, type Database, type FunctionDefinition, type HonoEnv } from '@sightline/core';
 
 /**
  * openapi() checks a route's JSON body, query, path parameters and headers in one synchronous step,
@@ -10,8 +20,20 @@ import { createApiServer, createCoreDeps, createKeyring, openapi, policies, sile
 const ok = { 200: { description: 'ok' } };
 
 async function serverFor(def: FunctionDefinition) {
-  const unused = new Proxy({}, { get: () => { throw new Error('no database in this test'); } });
-  const deps = createCoreDeps({ db: unused as Database, keyring: await createKeyring('route-test-secret-0123456789abcdef'), webhooks: unused as never, log: silentLogger });
+  const unused = new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('no database in this test');
+      },
+    },
+  );
+  const deps = createCoreDeps({
+    db: unused as Database,
+    keyring: await createKeyring('route-test-secret-0123456789abcdef'),
+    webhooks: unused as never,
+    log: silentLogger,
+  });
   return createApiServer(deps, [def], { functionsPrefix: '/f' });
 }
 
@@ -94,6 +116,10 @@ describe('openapi()', () => {
     expect(Object.keys(post?.responses ?? {}).sort()).toEqual(['200', '400', '401', '402', '403', '405', '408', '413', '429', '500']);
     expect(post?.responses?.['402']?.description).toBe('route-specific 402');
     expect(post?.security).toEqual([{ AccessKey: [] }]);
-    expect(Object.keys((post?.responses?.['429'] as { headers?: object } | undefined)?.headers ?? {}).sort()).toEqual(['RateLimit', 'RateLimit-Policy', 'Retry-After']);
+    expect(Object.keys((post?.responses?.['429'] as { headers?: object } | undefined)?.headers ?? {}).sort()).toEqual([
+      'RateLimit',
+      'RateLimit-Policy',
+      'Retry-After',
+    ]);
   });
 });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError, findUnstorableText } from '@sightline/core';
 import { runOperatorCommand } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
 import { createChildVia, seedDirectAccount, seedPartner, uniqueDomain } from './support/seed.ts';
 import { snapshot } from './support/snapshot.ts';
@@ -28,8 +28,18 @@ const LONE_LOW = 'a\udc00b';
 describe('text Postgres cannot store', () => {
   it.each([
     ['create-child name with NUL', 'partner-create-child-key', () => ({ name: NUL, domain: uniqueDomain() }), /^name: must not contain NUL/],
-    ['create-child brand_name with a lone surrogate', 'partner-create-child-key', () => ({ name: 'x', domain: uniqueDomain(), brand_name: LONE_HIGH }), /^brand_name: /],
-    ['create-child domain with a lone low surrogate', 'partner-create-child-key', () => ({ name: 'x', domain: `${LONE_LOW}.example.com` }), /^domain: /],
+    [
+      'create-child brand_name with a lone surrogate',
+      'partner-create-child-key',
+      () => ({ name: 'x', domain: uniqueDomain(), brand_name: LONE_HIGH }),
+      /^brand_name: /,
+    ],
+    [
+      'create-child domain with a lone low surrogate',
+      'partner-create-child-key',
+      () => ({ name: 'x', domain: `${LONE_LOW}.example.com` }),
+      /^domain: /,
+    ],
     ['update-child name with NUL', 'partner-update-child', () => ({ child_api_key_id: childId, name: NUL }), /^name: /],
     ['set-webhook secret with NUL', 'partner-set-webhook', () => ({ url: null, secret: `secret${NUL}x` }), /^secret: /],
   ])('%s is a 400 that changes nothing', async (_label, name, body, message) => {
@@ -54,7 +64,11 @@ describe('text Postgres cannot store', () => {
   });
 
   it('a NUL in an object key is refused too', async () => {
-    const res = await call(env, 'partner-create-child-key', { key: partnerKey, rawBody: '{"name":"x","domain":"d.example.com","\\u0000":1}', headers: { 'content-type': 'application/json' } });
+    const res = await call(env, 'partner-create-child-key', {
+      key: partnerKey,
+      rawBody: '{"name":"x","domain":"d.example.com","\\u0000":1}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatch(/must not contain NUL/);
   });

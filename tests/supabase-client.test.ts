@@ -3,13 +3,13 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { CreateChildKeyInput, UpdateChildInput } from '@sightline/core';
+import { allowedMethodsAt, createNodeServer } from '@sightline/host';
 import { createClient, type FunctionInvokeOptions, FunctionRegion, FunctionsHttpError, type WebSocketLikeConstructor } from '@supabase/supabase-js';
 import { WebSocket } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { allowedMethodsAt, createNodeServer } from '@sightline/host';
 import { allFunctions } from '../functions/index.ts';
-import type { CreateChildKeyInput, UpdateChildInput } from '@sightline/core';
 import { AdoptResponse } from '../functions/partner-adopt-existing-key/route.ts';
 import { CreateChildResponse } from '../functions/partner-create-child-key/route.ts';
 import { ListChildrenResponse } from '../functions/partner-list-children/route.ts';
@@ -23,10 +23,10 @@ import { TransferResponse } from '../functions/partner-transfer-topup/route.ts';
 import { UpdateChildResponse } from '../functions/partner-update-child/route.ts';
 import { createTestEnv, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
-import { openPgliteDirEnv, startDenoFunctions, type DenoFunctionServer } from './support/deno-functions.ts';
+import { type DenoFunctionServer, openPgliteDirEnv, startDenoFunctions } from './support/deno-functions.ts';
 import { startReceiver } from './support/receiver.ts';
 import { seedDirectKey, seedPartner, uniqueDomain } from './support/seed.ts';
-import { startSupabaseGateway, type Gateway } from './support/supabase-gateway.ts';
+import { type Gateway, startSupabaseGateway } from './support/supabase-gateway.ts';
 
 /**
  * Partner backends on Supabase call us with the official client:
@@ -190,7 +190,10 @@ describe('supabase-js against the Node host (/functions/v1/<name>)', () => {
     });
 
     it('partner-transfer-topup: both balances move', async () => {
-      const res = await ok('partner-transfer-topup', TransferResponse, { headers: master(), body: { child_api_key_id: child.api_key_id, amount: 7 } });
+      const res = await ok('partner-transfer-topup', TransferResponse, {
+        headers: master(),
+        body: { child_api_key_id: child.api_key_id, amount: 7 },
+      });
       expect(res.data).toMatchObject({ partner_topup_balance: 93, child_topup_balance: 7, transferred: 7 });
     });
 
@@ -207,7 +210,10 @@ describe('supabase-js against the Node host (/functions/v1/<name>)', () => {
 
     it('partner-adopt-existing-key: the partner’s own direct key becomes a child, unrotated', async () => {
       const own = await seedDirectKey(started().env.deps, partner.account_id);
-      const res = await ok('partner-adopt-existing-key', AdoptResponse, { headers: master(), body: { api_key_id: own.api_key_id, name: 'Adopted Ltd' } });
+      const res = await ok('partner-adopt-existing-key', AdoptResponse, {
+        headers: master(),
+        body: { api_key_id: own.api_key_id, name: 'Adopted Ltd' },
+      });
       expect(res.data.child).toMatchObject({ api_key_id: own.api_key_id, name: 'Adopted Ltd', status: 'active' });
       expect(res.data.website).toMatchObject({ id: own.website_id, tracking_script_id: own.tracking_script_id });
       expect(res.data.webhook).toBeNull();
@@ -222,7 +228,10 @@ describe('supabase-js against the Node host (/functions/v1/<name>)', () => {
 
     it('partner-list-events: the child’s events, delivered to the partner webhook', async () => {
       await started().env.settle();
-      const res = await ok(`partner-list-events?child_api_key_id=${child.api_key_id}&limit=50`, ListEventsResponse, { method: 'GET', headers: master() });
+      const res = await ok(`partner-list-events?child_api_key_id=${child.api_key_id}&limit=50`, ListEventsResponse, {
+        method: 'GET',
+        headers: master(),
+      });
       const names = res.data.events.map((e) => e.event);
       expect(names).toEqual(expect.arrayContaining(['child.created', 'child.updated', 'child.topup_changed', 'child.released']));
       const created = res.data.events.find((e) => e.event === 'child.created');
@@ -272,7 +281,10 @@ describe('supabase-js against the Node host (/functions/v1/<name>)', () => {
     });
 
     it('an invalid field is a 400 naming it', async () => {
-      const res = await invokeRefused(fns, 'partner-create-child-key', { headers: keyed(partner.key), body: { name: 'Bad', domain: 'https://not-bare.example/path' } });
+      const res = await invokeRefused(fns, 'partner-create-child-key', {
+        headers: keyed(partner.key),
+        body: { name: 'Bad', domain: 'https://not-bare.example/path' },
+      });
       expect(res.status).toBe(400);
       expect(res.body.error).toMatch(/domain/);
     });
@@ -361,7 +373,10 @@ describe(`supabase-js against a Deno-served function behind the gateway (${using
   it('errors are FunctionsHttpError with the envelope: 401 unknown key, 400 bad field, 405 wrong method', async () => {
     const unknown = await invokeRefused(functions(), 'partner-pool-state', { method: 'GET', headers: keyed(UNKNOWN_KEY) });
     expect(unknown.status).toBe(401);
-    const invalid = await invokeRefused(functions(), 'partner-create-child-key', { headers: keyed(key), body: { name: 'Bad', domain: 'not a domain' } });
+    const invalid = await invokeRefused(functions(), 'partner-create-child-key', {
+      headers: keyed(key),
+      body: { name: 'Bad', domain: 'not a domain' },
+    });
     expect(invalid.status).toBe(400);
     expect(invalid.body.error).toMatch(/domain/);
     const wrongMethod = await invokeRefused(functions(), 'partner-pool-state', { headers: keyed(key) });

@@ -62,7 +62,12 @@ describe('preparing a Supabase deploy', () => {
     for (const name of Object.values(EDGE_DATA_FILES)) {
       const shipped = IP_DATA_STATIC_FILES.some((glob) => {
         const full = path.join(dir, glob);
-        const pattern = new RegExp(`^${path.basename(full).replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '[^/]*')}$`);
+        const pattern = new RegExp(
+          `^${path
+            .basename(full)
+            .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+            .replaceAll('*', '[^/]*')}$`,
+        );
         return path.dirname(full) === outDir && pattern.test(name);
       });
       expect(shipped, name).toBe(true);
@@ -90,7 +95,10 @@ describe('the generated Supabase layout', () => {
     await mkdir(path.join(dir, 'functions/hand-made'));
     await writeFile(path.join(dir, 'functions/hand-made/index.ts'), 'Deno.serve(() => new Response());\n');
     const config = await readFile(path.join(dir, 'config.toml'), 'utf8');
-    await writeFile(path.join(dir, 'config.toml'), config.replace('[functions.ip-to-best-fit]\nverify_jwt = false\n', '[functions.ip-to-best-fit]\n'));
+    await writeFile(
+      path.join(dir, 'config.toml'),
+      config.replace('[functions.ip-to-best-fit]\nverify_jwt = false\n', '[functions.ip-to-best-fit]\n'),
+    );
 
     expect(await supabaseDrift(dir)).toEqual({
       missing: ['functions/ip-to-company/index.ts'],

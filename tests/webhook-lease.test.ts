@@ -11,25 +11,25 @@
  * still overlap, which is what lets a lease run out under a live sender.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  type CoreDeps,
   connectPostgres,
   createCoreDeps,
   createKeyring,
   DELIVERY_LEASE,
-  WEBHOOK_CONNECTION_WAIT_MS,
+  type DeliveryLease,
   dispatchNewEvents,
   mintWebhookSecret,
-  silentLogger,
-  sweepWebhookDeliveries,
-  type CoreDeps,
-  type DeliveryLease,
   type Row,
   type Sql,
   type SqlValue,
+  silentLogger,
+  sweepWebhookDeliveries,
+  WEBHOOK_CONNECTION_WAIT_MS,
   type WebhookTransport,
 } from '@sightline/core';
 import { createNodeWebhookTransport, nodeHmacSha256Hex } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, TEST_SECRET, type TestEnv } from './support/app.ts';
 import { startReceiver } from './support/receiver.ts';
 
@@ -124,9 +124,11 @@ async function receivedOnce(r: Receiver, partner: string) {
 }
 
 const unsettled = async (partner: string) =>
-  (await env.db<{ n: number }>`
+  (
+    await env.db<{ n: number }>`
     select count(*)::int as n from events where partner_account_id = ${partner}
-      and not (delivery_status = 'delivered' or (last_error = ${TIMED_OUT} and lease_until is null))`)[0]?.n ?? 0;
+      and not (delivery_status = 'delivered' or (last_error = ${TIMED_OUT} and lease_until is null))`
+  )[0]?.n ?? 0;
 
 /** A replica's scheduler, compressed: runs `pass` back to back until every one of the partner's events is settled. */
 async function keepRunning(partner: string, pass: () => Promise<unknown>, withinMs = 40_000): Promise<void> {

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
 import { describeNetworkError, RECEIVER_ANSWER_MAX_BYTES } from '@sightline/core';
 import { createNodeWebhookTransport } from '@sightline/host';
+import { afterEach, describe, expect, it } from 'vitest';
 import { startReceiver } from './support/receiver.ts';
 
 /*
@@ -116,7 +116,12 @@ describe("the receiver's timeout starts when the request is sent", () => {
     const r = await receiver((_q, res) => void setTimeout(() => res.end('ok'), 600));
     const t = transport({ connectionsPerOrigin: 2 });
     const results = await Promise.all(
-      Array.from({ length: 8 }, () => t.request(r.url, { ...post, timeoutMs: 1_000 }).then((x) => x.status, (e: unknown) => describeNetworkError(e))),
+      Array.from({ length: 8 }, () =>
+        t.request(r.url, { ...post, timeoutMs: 1_000 }).then(
+          (x) => x.status,
+          (e: unknown) => describeNetworkError(e),
+        ),
+      ),
     );
     expect(results).toEqual(Array.from({ length: 8 }, () => 200));
     expect(r.received).toHaveLength(8);

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
 import { signWebhook, verifyWebhook, WebhookVerificationError } from '@sightline/webhook-verify';
+import { describe, expect, it } from 'vitest';
 import vectors from '../packages/webhook-verify/vectors.json' with { type: 'json' };
 import { REPO_ROOT } from './support/process.ts';
 
@@ -68,7 +68,10 @@ describe('@sightline/webhook-verify', () => {
       const e = await verifyWebhook(v.body, { 'x-service-timestamp': v.timestamp, 'x-service-signature': v.signature },
         v.secret, { now: () => Number(v.timestamp) });
       console.log(e.event);`;
-    const { stdout } = await exec(`${REPO_ROOT}node_modules/.bin/deno`, ['eval', '--ext=ts', script], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: '1' } });
+    const { stdout } = await exec(`${REPO_ROOT}node_modules/.bin/deno`, ['eval', '--ext=ts', script], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     expect(stdout.trim()).toBe('child.created');
   });
 });

@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepWebhookDeliveries } from '@sightline/core';
 import { verifyWebhook } from '@sightline/webhook-verify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
-import { startReceiver, type ReceivedRequest } from './support/receiver.ts';
+import { type ReceivedRequest, startReceiver } from './support/receiver.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';
 
 const exec = promisify(execFile);
@@ -81,7 +81,8 @@ describe('signed delivery', () => {
     await createChildVia(env, p.key);
     await env.settle();
     const [d] = posts(r);
-    const script = 'import hmac,hashlib,sys; print(hmac.new(sys.argv[1].encode(), (sys.argv[2] + "." + sys.stdin.read()).encode(), hashlib.sha256).hexdigest())';
+    const script =
+      'import hmac,hashlib,sys; print(hmac.new(sys.argv[1].encode(), (sys.argv[2] + "." + sys.stdin.read()).encode(), hashlib.sha256).hexdigest())';
     const child = exec('python3', ['-c', script, p.secret, String(d?.headers['x-service-timestamp'])]);
     child.child.stdin?.end(d?.body ?? '');
     const { stdout } = await child;

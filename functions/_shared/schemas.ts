@@ -13,7 +13,10 @@ export const jsonBody = <T extends z.ZodType>(schema: T) => ({
 
 /** A verb's result in the success envelope, `{ success: true, ...result }`, named in the document. */
 export const succeeded = <T extends z.ZodRawShape>(result: z.ZodObject<T>, name: string) =>
-  z.object({ success: z.literal(true) }).extend(result.shape).openapi(name);
+  z
+    .object({ success: z.literal(true) })
+    .extend(result.shape)
+    .openapi(name);
 
 /** A JSON response of `schema` for the document. */
 export const jsonAnswer = <T extends z.ZodType>(description: string, schema: T) => ({

@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { BestFit, callerKey, errorResponse, FindBestFitInput, findBestFit, openapi, policies, type FunctionDefinition } from '@sightline/core';
+import { BestFit, callerKey, errorResponse, FindBestFitInput, type FunctionDefinition, findBestFit, openapi, policies } from '@sightline/core';
 import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const IpToBestFitResponse = succeeded(BestFit, 'IpToBestFitResult');
@@ -24,7 +24,13 @@ export const ipToBestFit: FunctionDefinition = {
   usesIpData: true,
   register(app) {
     openapi(app, route, async (c) =>
-      c.json({ success: true as const, ...(await findBestFit({ ctx: c.get('deps'), input: { ...c.req.valid('json'), accountId: callerKey(c).accountId } })) }, 200),
+      c.json(
+        {
+          success: true as const,
+          ...(await findBestFit({ ctx: c.get('deps'), input: { ...c.req.valid('json'), accountId: callerKey(c).accountId } })),
+        },
+        200,
+      ),
     );
   },
 };

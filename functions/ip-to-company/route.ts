@@ -1,5 +1,14 @@
 import { createRoute } from '@hono/zod-openapi';
-import { callerKey, errorResponse, IdentifyCompanyInput, identifyCompany, IpLookupResult, openapi, policies, type FunctionDefinition } from '@sightline/core';
+import {
+  callerKey,
+  errorResponse,
+  type FunctionDefinition,
+  IdentifyCompanyInput,
+  IpLookupResult,
+  identifyCompany,
+  openapi,
+  policies,
+} from '@sightline/core';
 import { jsonAnswer, jsonBody } from '../_shared/schemas.ts';
 
 export const route = createRoute({
@@ -21,6 +30,8 @@ export const ipToCompany: FunctionDefinition = {
   policy: policies.accountKey,
   usesIpData: true,
   register(app) {
-    openapi(app, route, async (c) => c.json(await identifyCompany({ ctx: c.get('deps'), input: { ...c.req.valid('json'), accountId: callerKey(c).accountId } }), 200));
+    openapi(app, route, async (c) =>
+      c.json(await identifyCompany({ ctx: c.get('deps'), input: { ...c.req.valid('json'), accountId: callerKey(c).accountId } }), 200),
+    );
   },
 };

@@ -1,5 +1,14 @@
 import { createRoute } from '@hono/zod-openapi';
-import { AdoptedChild, AdoptExistingKeyInput, adoptExistingKey, errorResponse, openapi, partnerCtx, policies, type FunctionDefinition } from '@sightline/core';
+import {
+  AdoptExistingKeyInput,
+  AdoptedChild,
+  adoptExistingKey,
+  errorResponse,
+  type FunctionDefinition,
+  openapi,
+  partnerCtx,
+  policies,
+} from '@sightline/core';
 import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const AdoptResponse = succeeded(AdoptedChild, 'AdoptKeyResponse');
@@ -22,6 +31,8 @@ export const partnerAdoptExistingKey: FunctionDefinition = {
   method: 'POST',
   policy: policies.partnerAction,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await adoptExistingKey({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await adoptExistingKey({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200),
+    );
   },
 };

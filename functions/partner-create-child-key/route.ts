@@ -1,5 +1,14 @@
 import { createRoute } from '@hono/zod-openapi';
-import { CreateChildKeyInput, CreatedChild, createChildKey, errorResponse, openapi, partnerCtx, policies, type FunctionDefinition } from '@sightline/core';
+import {
+  CreateChildKeyInput,
+  CreatedChild,
+  createChildKey,
+  errorResponse,
+  type FunctionDefinition,
+  openapi,
+  partnerCtx,
+  policies,
+} from '@sightline/core';
 import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const CreateChildResponse = succeeded(CreatedChild, 'CreateChildResponse');
@@ -12,7 +21,9 @@ export const route = createRoute({
   responses: {
     201: jsonAnswer('The child, its key (shown once) and webhook secret (shown once)', CreateChildResponse),
     402: errorResponse('The pool is on prepaid billing with an empty balance'),
-    409: errorResponse('Domain already live on an active website; on monthly-invoice billing also no saved card, no per-ID rate, or an outstanding invoice'),
+    409: errorResponse(
+      'Domain already live on an active website; on monthly-invoice billing also no saved card, no per-ID rate, or an outstanding invoice',
+    ),
   },
 });
 
@@ -22,6 +33,8 @@ export const partnerCreateChildKey: FunctionDefinition = {
   method: 'POST',
   policy: policies.partnerAction,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await createChildKey({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 201));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await createChildKey({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 201),
+    );
   },
 };

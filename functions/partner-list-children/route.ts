@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { ChildrenPage, ListChildrenInput, listChildren, openapi, partnerCtx, policies, type FunctionDefinition } from '@sightline/core';
+import { ChildrenPage, type FunctionDefinition, ListChildrenInput, listChildren, openapi, partnerCtx, policies } from '@sightline/core';
 import { jsonAnswer, succeeded } from '../_shared/schemas.ts';
 
 export const ListChildrenResponse = succeeded(ChildrenPage, 'ListChildrenResponse');
@@ -18,6 +18,8 @@ export const partnerListChildren: FunctionDefinition = {
   method: 'GET',
   policy: policies.partnerRead,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await listChildren({ ctx: partnerCtx(c), input: c.req.valid('query') })) }, 200));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await listChildren({ ctx: partnerCtx(c), input: c.req.valid('query') })) }, 200),
+    );
   },
 };

@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { ListPartnerEventsInput, listPartnerEvents, openapi, partnerCtx, PartnerEvents, policies, type FunctionDefinition } from '@sightline/core';
+import { type FunctionDefinition, ListPartnerEventsInput, listPartnerEvents, openapi, PartnerEvents, partnerCtx, policies } from '@sightline/core';
 import { jsonAnswer, succeeded } from '../_shared/schemas.ts';
 
 export const ListEventsResponse = succeeded(PartnerEvents, 'ListEventsResponse');
@@ -18,6 +18,8 @@ export const partnerListEvents: FunctionDefinition = {
   method: 'GET',
   policy: policies.partnerRead,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await listPartnerEvents({ ctx: partnerCtx(c), input: c.req.valid('query') })) }, 200));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await listPartnerEvents({ ctx: partnerCtx(c), input: c.req.valid('query') })) }, 200),
+    );
   },
 };

@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { getPoolState, openapi, partnerCtx, policies, PoolState, type FunctionDefinition } from '@sightline/core';
+import { type FunctionDefinition, getPoolState, openapi, PoolState, partnerCtx, policies } from '@sightline/core';
 import { jsonAnswer, succeeded } from '../_shared/schemas.ts';
 
 export const PoolStateResponse = succeeded(PoolState, 'PoolState');

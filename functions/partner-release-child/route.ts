@@ -1,5 +1,14 @@
 import { createRoute } from '@hono/zod-openapi';
-import { errorResponse, openapi, partnerCtx, policies, ReleaseChildInput, ReleasedChild, releaseChild, type FunctionDefinition } from '@sightline/core';
+import {
+  errorResponse,
+  type FunctionDefinition,
+  openapi,
+  partnerCtx,
+  policies,
+  ReleaseChildInput,
+  ReleasedChild,
+  releaseChild,
+} from '@sightline/core';
 import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const ReleaseResponse = succeeded(ReleasedChild, 'ReleaseChildResponse');
@@ -21,6 +30,8 @@ export const partnerReleaseChild: FunctionDefinition = {
   method: 'POST',
   policy: policies.partnerAction,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await releaseChild({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await releaseChild({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200),
+    );
   },
 };

@@ -1,5 +1,14 @@
 import { createRoute } from '@hono/zod-openapi';
-import { errorResponse, openapi, partnerCtx, policies, ReplayedEvent, ReplayPartnerEventInput, replayPartnerEvent, type FunctionDefinition } from '@sightline/core';
+import {
+  errorResponse,
+  type FunctionDefinition,
+  openapi,
+  partnerCtx,
+  policies,
+  ReplayedEvent,
+  ReplayPartnerEventInput,
+  replayPartnerEvent,
+} from '@sightline/core';
 import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const ReplayResponse = succeeded(ReplayedEvent, 'ReplayEventResponse');
@@ -22,6 +31,8 @@ export const partnerReplayEvent: FunctionDefinition = {
   method: 'POST',
   policy: policies.partnerAction,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await replayPartnerEvent({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await replayPartnerEvent({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200),
+    );
   },
 };

@@ -1,5 +1,14 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { errorResponse, openapi, partnerCtx, policies, RotateChildKeyInput, RotatedKey, rotateChildKey, type FunctionDefinition } from '@sightline/core';
+import {
+  errorResponse,
+  type FunctionDefinition,
+  openapi,
+  partnerCtx,
+  policies,
+  RotateChildKeyInput,
+  RotatedKey,
+  rotateChildKey,
+} from '@sightline/core';
 import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const RotateResponse = succeeded(RotatedKey, 'RotateKeyResponse');
@@ -25,6 +34,8 @@ export const partnerRotateChildKey: FunctionDefinition = {
   method: 'POST',
   policy: policies.partnerAction,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await rotateChildKey({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await rotateChildKey({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200),
+    );
   },
 };

@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { openapi, partnerCtx, PartnerWebhook, policies, SetPartnerWebhookInput, setPartnerWebhook, type FunctionDefinition } from '@sightline/core';
+import { type FunctionDefinition, openapi, PartnerWebhook, partnerCtx, policies, SetPartnerWebhookInput, setPartnerWebhook } from '@sightline/core';
 import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const SetWebhookResponse = succeeded(PartnerWebhook, 'SetWebhookResponse');
@@ -18,6 +18,8 @@ export const partnerSetWebhook: FunctionDefinition = {
   method: 'POST',
   policy: policies.partnerAction,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await setPartnerWebhook({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await setPartnerWebhook({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200),
+    );
   },
 };

@@ -1,5 +1,14 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { errorResponse, openapi, partnerCtx, policies, TopupTransferred, TransferTopupInput, transferTopup, type FunctionDefinition } from '@sightline/core';
+import {
+  errorResponse,
+  type FunctionDefinition,
+  openapi,
+  partnerCtx,
+  policies,
+  TopupTransferred,
+  TransferTopupInput,
+  transferTopup,
+} from '@sightline/core';
 import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const TransferResponse = succeeded(TopupTransferred, 'TransferTopupResponse');
@@ -30,6 +39,8 @@ export const partnerTransferTopup: FunctionDefinition = {
   method: 'POST',
   policy: policies.partnerAction,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await transferTopup({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await transferTopup({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200),
+    );
   },
 };

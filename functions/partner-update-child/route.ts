@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { errorResponse, openapi, partnerCtx, policies, UpdateChildInput, UpdatedChild, updateChild, type FunctionDefinition } from '@sightline/core';
+import { errorResponse, type FunctionDefinition, openapi, partnerCtx, policies, UpdateChildInput, UpdatedChild, updateChild } from '@sightline/core';
 import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const UpdateChildResponse = succeeded(UpdatedChild, 'UpdateChildResponse');
@@ -21,6 +21,8 @@ export const partnerUpdateChild: FunctionDefinition = {
   method: 'POST',
   policy: policies.partnerAction,
   register(app) {
-    openapi(app, route, async (c) => c.json({ success: true as const, ...(await updateChild({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200));
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await updateChild({ ctx: partnerCtx(c), input: c.req.valid('json') })) }, 200),
+    );
   },
 };

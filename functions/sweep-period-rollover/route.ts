@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { openapi, policies, rollOverDuePeriods, type FunctionDefinition } from '@sightline/core';
+import { type FunctionDefinition, openapi, policies, rollOverDuePeriods } from '@sightline/core';
 
 export const RolloverResult = z
   .object({

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { openapi, policies, sweepWebhookDeliveries, type FunctionDefinition } from '@sightline/core';
+import { type FunctionDefinition, openapi, policies, sweepWebhookDeliveries } from '@sightline/core';
 
 export const DeliverySweepResult = z
   .object({

@@ -9,10 +9,11 @@
  * Env: SIGHTLINE_SECRET; DATABASE_URL, or PGLITE_DIR for a PGlite data dir the test seeded (the
  * embedded default has no URL to hand over); PORT (default 0, i.e. any free port).
  */
+
+import { createApiServer } from '@sightline/core';
 import { ipToCompany } from '../../functions/ip-to-company/route.ts';
 import { partnerCreateChildKey } from '../../functions/partner-create-child-key/route.ts';
 import { partnerPoolState } from '../../functions/partner-pool-state/route.ts';
-import { createApiServer } from '@sightline/core';
 import { openPglite } from '../../packages/host/src/db-pglite.ts';
 import { buildDenoDeps } from '../../supabase/functions/_shared/host.ts';
 

@@ -1,15 +1,15 @@
 import {
+  type CoreDeps,
   createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
-  silentLogger,
-  type CoreDeps,
   type Database,
   type IpDeps,
-  listenAuthCache,
   type Logger,
+  listenAuthCache,
   type PaymentProcessor,
   type RateLimiter,
+  silentLogger,
 } from '@sightline/core';
 import { createHostApp, createNodeWebhookTransport, nodeHmacSha256Hex, nodeSha256Base64 } from '@sightline/host';
 import { openTestDatabase, type TestDatabase } from './db.ts';

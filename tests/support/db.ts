@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
-import { connectPostgres, migrate, type Database } from '@sightline/core';
+import { connectPostgres, type Database, migrate } from '@sightline/core';
 import { loadMigrations, openPglite } from '@sightline/host';
+import postgres from 'postgres';
 
 export const usingPostgres = Boolean(process.env.DATABASE_URL);
 

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { migrate } from '@sightline/core';
 import { loadMigrations, openPglite } from '@sightline/host';
 import { envForDatabase, TEST_SECRET, type TestEnv } from './app.ts';
@@ -46,7 +46,9 @@ function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
 export async function startDenoFunctions(db: DenoDatabaseEnv, extra: Record<string, string> = {}): Promise<DenoFunctionServer> {
   // Only the database the test chose may reach the child, never one inherited from the shell.
   const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !['DATABASE_URL', 'SUPABASE_DB_URL', 'PGLITE_DIR', 'PORT', 'REDIS_URL', 'IP_DATA_DIR', 'IP_DATA'].includes(k)),
+    Object.entries(process.env).filter(
+      ([k]) => !['DATABASE_URL', 'SUPABASE_DB_URL', 'PGLITE_DIR', 'PORT', 'REDIS_URL', 'IP_DATA_DIR', 'IP_DATA'].includes(k),
+    ),
   );
   const child = spawn(DENO, ['run', '--allow-all', '--config', 'deno.json', SERVE_SCRIPT], {
     cwd: REPO_ROOT,

@@ -1,5 +1,16 @@
-import { consensus, createRecentResults, queryProviders, silentLogger, type Database, type EnrichmentProvider, type IpDeps, type IpProvider, type ProviderAnswer } from '@sightline/core';
-import { buildIpDeps, type IpDataSources } from '@sightline/core';
+import {
+  buildIpDeps,
+  consensus,
+  createRecentResults,
+  type Database,
+  type EnrichmentProvider,
+  type IpDataSources,
+  type IpDeps,
+  type IpProvider,
+  type ProviderAnswer,
+  queryProviders,
+  silentLogger,
+} from '@sightline/core';
 import { packageIpSources } from '@sightline/host';
 
 /** The real waterfall (shipped ASN and country data, layers from the test database) with chosen providers. */

@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 
 /** Whether a `redis-server` binary is on PATH (it is on CI and on the development machines). */

@@ -1,4 +1,4 @@
-import { createDirectAccount, createDirectKey, createPartner, type CoreDeps } from '@sightline/core';
+import { type CoreDeps, createDirectAccount, createDirectKey, createPartner } from '@sightline/core';
 
 let counter = 0;
 /** A unique, valid tracker domain for this test run. */

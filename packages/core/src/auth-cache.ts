@@ -137,7 +137,12 @@ export async function listenAuthCache(
     const ok = await hears();
     if (!ok) cache.invalidateAll();
     if (ok !== cache.enabled) {
-      opts.log?.[ok ? 'info' : 'warn'](ok ? 'auth cache on: change notifications arrive' : 'auth cache off: change notifications do not arrive (a transaction pooler, or a lost connection); keys are read from the database', {});
+      opts.log?.[ok ? 'info' : 'warn'](
+        ok
+          ? 'auth cache on: change notifications arrive'
+          : 'auth cache off: change notifications do not arrive (a transaction pooler, or a lost connection); keys are read from the database',
+        {},
+      );
     }
     cache.enabled = ok;
   };

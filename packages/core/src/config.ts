@@ -33,7 +33,10 @@ export const EnvSchema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   /** Who charges auto-reloads: `builtin` (approve and record, for self-hosting) or `stripe`. */
   PAYMENTS_PROVIDER: z.enum(['builtin', 'stripe']).default('builtin'),
-  STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_(test|live)_/, 'STRIPE_SECRET_KEY must be a Stripe secret or restricted key').optional(),
+  STRIPE_SECRET_KEY: z
+    .string()
+    .regex(/^(sk|rk)_(test|live)_/, 'STRIPE_SECRET_KEY must be a Stripe secret or restricted key')
+    .optional(),
   /** Bearer token Supabase Cron presents to the scheduled sweep functions. */
   SWEEP_SECRET: z.string().min(32, 'SWEEP_SECRET must be at least 32 characters').optional(),
   /** How often the Node host runs the period rollover sweep (seconds). */

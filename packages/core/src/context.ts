@@ -1,10 +1,10 @@
 import type { AuthCache } from './auth-cache.ts';
 import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
+import type { IpDeps } from './ip/resolve-ip.ts';
 import type { RateLimiter } from './limits.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import type { PaymentProcessor } from './payments/processor.ts';
-import type { IpDeps } from './ip/resolve-ip.ts';
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;

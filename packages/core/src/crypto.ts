@@ -94,9 +94,7 @@ function fromBase64Url(s: string): Uint8Array<ArrayBuffer> {
 
 /** Hex HMAC-SHA-256 of `message` keyed with the UTF-8 bytes of `secret`. */
 export async function hmacSha256Hex(secret: string, message: string | Uint8Array<ArrayBuffer>): Promise<string> {
-  const key = await crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
-    'sign',
-  ]);
+  const key = await crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   const data = typeof message === 'string' ? encoder.encode(message) : message;
   return toHex(await crypto.subtle.sign('HMAC', key, data));
 }
@@ -121,10 +119,7 @@ export type HmacSha256Hex = (key: Uint8Array, message: string) => string;
 
 export async function createKeyring(serverSecret: string, opts: { hmacSha256Hex?: HmacSha256Hex } = {}): Promise<Keyring> {
   if (serverSecret.length < 32) throw new Error('the server secret must be at least 32 characters');
-  const master = await crypto.subtle.importKey('raw', encoder.encode(serverSecret), 'HKDF', false, [
-    'deriveKey',
-    'deriveBits',
-  ]);
+  const master = await crypto.subtle.importKey('raw', encoder.encode(serverSecret), 'HKDF', false, ['deriveKey', 'deriveBits']);
   const salt = encoder.encode('sightline/v1');
   const pepperParams = { name: 'HKDF', hash: 'SHA-256', salt, info: encoder.encode('api-key-pepper') };
   const pepper = await crypto.subtle.deriveKey(pepperParams, master, { name: 'HMAC', hash: 'SHA-256', length: 256 }, false, ['sign']);

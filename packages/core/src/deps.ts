@@ -1,12 +1,12 @@
 import type { AuthCache } from './auth-cache.ts';
-import { createBackgroundRunner, type BackgroundRunner } from './background.ts';
+import { type BackgroundRunner, createBackgroundRunner } from './background.ts';
 import type { CoreDeps, Logger } from './context.ts';
 import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
+import type { IpDeps } from './ip/resolve-ip.ts';
 import { createMemoryRateLimiter, type RateLimiter } from './limits.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
-import type { IpDeps } from './ip/resolve-ip.ts';
 
 export interface CoreDepsParts {
   db: Sql;

@@ -1,9 +1,9 @@
-import type { Env } from './config.ts';
-import type { Logger } from './context.ts';
-import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter, type RedisEval } from './limits.ts';
 // Types only: the Node host loads ioredis when REDIS_URL is set, the Deno entry imports it itself,
 // and each hands the class to buildDeps (build-deps.ts), so both build their client here.
 import type { Redis, RedisOptions } from 'ioredis';
+import type { Env } from './config.ts';
+import type { Logger } from './context.ts';
+import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter, type RedisEval } from './limits.ts';
 
 /**
  * How long we wait for Redis. A healthy Redis near the service answers in about a millisecond, so

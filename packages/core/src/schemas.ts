@@ -21,9 +21,7 @@ export const Quota = z.number().int().min(0).max(1_000_000_000);
 export const ChildStatus = z.enum(['active', 'suspended', 'revoked'], whenGiven('must be active, suspended or revoked'));
 
 /** Query-string boolean: exactly `true` or `false`. */
-export const QueryBoolean = z
-  .enum(['true', 'false'], whenGiven('must be true or false'))
-  .transform((v) => v === 'true');
+export const QueryBoolean = z.enum(['true', 'false'], whenGiven('must be true or false')).transform((v) => v === 'true');
 
 /**
  * An IPv4 or IPv6 address as a lookup takes it: surrounding space and `[…]` brackets are dropped and

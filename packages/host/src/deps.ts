@@ -1,15 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  buildDeps,
-  connectConfiguredPostgres,
-  migrate,
-  type BuiltDeps,
-  type Database,
-  type Env,
-  type Logger,
-} from '@sightline/core';
+import { type BuiltDeps, buildDeps, connectConfiguredPostgres, type Database, type Env, type Logger, migrate } from '@sightline/core';
 import { openPglite } from './db-pglite.ts';
 import { packageIpSources } from './ip-base.ts';
 import { createLogger } from './logger.ts';

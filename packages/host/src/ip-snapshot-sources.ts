@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { decodeAsnSnapshot, gunzip, type IpDataSources } from '@sightline/core';
-import { Reader, type CountryResponse } from 'maxmind';
+import { type CountryResponse, Reader } from 'maxmind';
 
 /** The files `npm run build:edge-data` writes (edge-data.ts) and snapshotIpSources reads. */
 export const EDGE_DATA_FILES = { asn: 'asn.bin.gz', country: 'country.mmdb.gz' } as const;

@@ -44,7 +44,12 @@ function describeParseError(err: NodeJS.ErrnoException): { status: number; error
   }
 }
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};
 
 /** The request target of the first line of what the client sent, when it can be read. */
 function requestPath(raw: unknown): string | undefined {

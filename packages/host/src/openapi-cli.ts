@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { createCoreDeps, createKeyring, silentLogger, type Database } from '@sightline/core';
+import { createCoreDeps, createKeyring, type Database, silentLogger } from '@sightline/core';
 import { createHostApp, openApiDocument } from './server.ts';
 
 /** `npm run openapi`: regenerates docs/openapi.json from the route schemas. */
@@ -8,7 +8,14 @@ export const OPENAPI_FILE = fileURLToPath(new URL('../../../docs/openapi.json', 
 
 export async function generateOpenApi(): Promise<string> {
   // The document depends only on the routes; no dependency is touched while generating it.
-  const unused = new Proxy({}, { get: () => { throw new Error('not available while generating OpenAPI'); } });
+  const unused = new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('not available while generating OpenAPI');
+      },
+    },
+  );
   const app = createHostApp(
     createCoreDeps({
       db: unused as Database,

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   AppError,
+  type CoreDeps,
   configureAutoReload,
   consumeIdentification,
   createDirectAccount,
@@ -14,14 +15,13 @@ import {
   parseCidrList,
   parseCloudRanges,
   parseCompanyCsv,
-  storeCompanies,
-  storeRanges,
   recordInvoice,
   rollOverDuePeriods,
   setBilling,
   settleInvoice,
+  storeCompanies,
+  storeRanges,
   UNSTORABLE_TEXT_MESSAGE,
-  type CoreDeps,
 } from '@sightline/core';
 import { z } from 'zod';
 
@@ -30,9 +30,11 @@ import { z } from 'zod';
  * server (which owns the PGlite files while it runs). Each command: zod-parsed flags → one verb.
  */
 const int = (name: string) =>
-  z.coerce.number({ message: `--${name} must be a number` }).int(`--${name} must be a whole number`).min(0);
-const bool = (name: string) =>
-  z.enum(['true', 'false'], { message: `--${name} must be true or false` }).transform((v) => v === 'true');
+  z.coerce
+    .number({ message: `--${name} must be a number` })
+    .int(`--${name} must be a whole number`)
+    .min(0);
+const bool = (name: string) => z.enum(['true', 'false'], { message: `--${name} must be true or false` }).transform((v) => v === 'true');
 const uuid = (name: string) => z.guid({ message: `--${name} must be a uuid` });
 
 /**
@@ -135,7 +137,9 @@ const commands = {
       'account-id': uuid('account-id'),
       enabled: bool('enabled').optional(),
       threshold: int('threshold').optional(),
-      amount: int('amount').refine((n) => n > 0, '--amount must be positive').optional(),
+      amount: int('amount')
+        .refine((n) => n > 0, '--amount must be positive')
+        .optional(),
       card: z.string().min(1).optional(),
       customer: z.string().min(1).optional(),
     }),

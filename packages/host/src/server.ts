@@ -1,4 +1,4 @@
-import { allowedMethods, createApiServer, securitySchemes, type CoreDeps, type FunctionApp } from '@sightline/core';
+import { allowedMethods, type CoreDeps, createApiServer, type FunctionApp, securitySchemes } from '@sightline/core';
 import { allFunctions } from '../../../functions/index.ts';
 import { readNodeBody } from './node-body.ts';
 

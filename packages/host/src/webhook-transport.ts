@@ -1,11 +1,11 @@
-import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
+import dns from 'node:dns';
 import {
-  readBodyTextPrefix,
+  type DestinationPolicy,
   RECEIVER_ANSWER_MAX_BYTES,
+  readBodyTextPrefix,
   refusedAddressReason,
   WEBHOOK_CONNECTION_WAIT_MS,
-  type DestinationPolicy,
   type WebhookTransport,
 } from '@sightline/core';
 import { Agent, type Dispatcher } from 'undici';

@@ -1,16 +1,16 @@
 import {
+  type BuiltDeps,
   buildDeps,
+  type CoreDeps,
   connectConfiguredPostgres,
   createApiServer,
-  parseEnv,
-  readBodyTextPrefix,
-  RECEIVER_ANSWER_MAX_BYTES,
-  refusedAddressReason,
-  type BuiltDeps,
-  type CoreDeps,
   type Database,
   type FunctionDefinition,
   type Logger,
+  parseEnv,
+  RECEIVER_ANSWER_MAX_BYTES,
+  readBodyTextPrefix,
+  refusedAddressReason,
   type WebhookTransport,
 } from '@sightline/core';
 import { Redis } from 'ioredis';
@@ -105,11 +105,16 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<BuiltDe
     ...(opts.ipData ? { ipSources: snapshotIpSources((name) => Deno.readFile(new URL(name, dir))) } : {}),
     onIpDataError: (err) => {
       const missing = err instanceof Deno.errors.NotFound;
-      jsonLogger.error(missing ? 'IP data not found: run `npm run build:edge-data` before deploying; IP lookups answer 503' : 'IP data could not be loaded; IP lookups answer 503', {
-        dir: dir.href,
-        files: Object.values(EDGE_DATA_FILES),
-        error: err instanceof Error ? err.message : String(err),
-      });
+      jsonLogger.error(
+        missing
+          ? 'IP data not found: run `npm run build:edge-data` before deploying; IP lookups answer 503'
+          : 'IP data could not be loaded; IP lookups answer 503',
+        {
+          dir: dir.href,
+          files: Object.values(EDGE_DATA_FILES),
+          error: err instanceof Error ? err.message : String(err),
+        },
+      );
     },
     handOff: (p) => {
       if (typeof EdgeRuntime !== 'undefined') EdgeRuntime.waitUntil(p);

@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
+import { authenticateKey, authenticatePartner, findKeyRecord } from '../auth/authenticate.ts';
 import type { Caller, PartnerCaller } from '../context.ts';
 import { AppError, unauthorized } from '../errors.ts';
-import { authenticateKey, authenticatePartner, findKeyRecord } from '../auth/authenticate.ts';
 import { assertPoolHasIds } from '../ledger/assert-pool-has-ids.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import type { HonoEnv } from './definition.ts';
@@ -62,10 +62,15 @@ const partnerLimits: MiddlewareHandler<HonoEnv> = async (c, next) => {
     RateLimit: `"partner";r=${d.remaining};t=${d.resetSeconds}`,
   };
   if (!d.allowed) {
-    throw new AppError(429, `rate limit of ${d.limit} requests per ${d.windowSeconds} s reached; retry in ${d.resetSeconds} s`, {}, {
-      ...headers,
-      'Retry-After': String(d.resetSeconds),
-    });
+    throw new AppError(
+      429,
+      `rate limit of ${d.limit} requests per ${d.windowSeconds} s reached; retry in ${d.resetSeconds} s`,
+      {},
+      {
+        ...headers,
+        'Retry-After': String(d.resetSeconds),
+      },
+    );
   }
   await assertPoolHasIds({ ctx: deps, input: { accountId: caller.accountId } });
   // Hono's compose turns an error thrown further in into a response, so this runs for those too.
@@ -119,9 +124,7 @@ function partnerPolicy(opts: { limited: boolean; action: boolean }): Policy {
     errors: {
       401: KEY_401,
       403: PARTNER_403,
-      ...(opts.limited
-        ? { 402: 'The partner pool has no identifications left', 429: 'API-wide rate limit reached; see Retry-After' }
-        : {}),
+      ...(opts.limited ? { 402: 'The partner pool has no identifications left', 429: 'API-wide rate limit reached; see Retry-After' } : {}),
     },
     ...(opts.limited ? { responseHeaders: LIMIT_HEADERS } : {}),
     security: [{ AccessKey: [] }],
@@ -153,7 +156,10 @@ function parseHeaders<T extends z.ZodObject>(schema: T, c: Context<HonoEnv>): z.
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const header = String(issue?.path[0] ?? 'header');
-    throw new AppError(400, raw[header] === undefined ? `the ${header} header is required` : `the ${header} header ${issue?.message ?? 'is not valid'}`);
+    throw new AppError(
+      400,
+      raw[header] === undefined ? `the ${header} header is required` : `the ${header} header ${issue?.message ?? 'is not valid'}`,
+    );
   }
   return parsed.data;
 }

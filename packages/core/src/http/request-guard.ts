@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { AppError } from '../errors.ts';
-import { bodyLimits, readBodyText, type HostBodyReader } from './body.ts';
+import { bodyLimits, type HostBodyReader, readBodyText } from './body.ts';
 import type { BodyKind, HonoEnv } from './definition.ts';
 
 // The media types @hono/zod-openapi's JSON validator accepts, so the guard's 400 and the route

@@ -27,7 +27,9 @@ export function openapi<R extends RouteConfig>(app: FunctionApp, route: R, handl
   if (!def) throw new Error(`${route.method} ${route.path}: openapi() registers routes of a function's own app (createApiServer)`);
   // What our functions declare is all this checks; anything else would go unchecked, so refuse it.
   if (route.request?.cookies || route.middleware || route.hide) {
-    throw new Error(`${route.method} ${route.path}: openapi() does not handle ${[route.request?.cookies ? 'cookies' : '', route.middleware ? 'middleware' : '', route.hide ? 'hide' : ''].filter(Boolean).join(', ')}`);
+    throw new Error(
+      `${route.method} ${route.path}: openapi() does not handle ${[route.request?.cookies ? 'cookies' : '', route.middleware ? 'middleware' : '', route.hide ? 'hide' : ''].filter(Boolean).join(', ')}`,
+    );
   }
   const media = route.request?.body?.content?.['application/json'];
   const schema: unknown = media && 'schema' in media ? media.schema : undefined;
@@ -78,7 +80,8 @@ function documented(route: RouteConfig, def: FunctionDefinition, validates: bool
   const routeBody = route.request?.body;
   const json = routeBody?.content['application/json'];
   // A beacon's body is documented under both media types it may arrive as.
-  const body = bodyKindOf(def) === 'text-json' && routeBody && json ? { ...routeBody, content: { 'text/plain': json, ...routeBody.content } } : routeBody;
+  const body =
+    bodyKindOf(def) === 'text-json' && routeBody && json ? { ...routeBody, content: { 'text/plain': json, ...routeBody.content } } : routeBody;
   const request = { ...route.request, ...(body ? { body } : {}), ...(requestHeaders ? { headers: requestHeaders } : {}) } as RouteConfig['request'];
   return { ...route, request, responses, security: def.policy.security };
 }

@@ -1,6 +1,6 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, sqlCall } from '../errors.ts';
-import { COST, FREE_TYPES, lookupCacheKey, rememberResult, type SharedEntry, type IpOperation, type Verdict } from './resolve-ip.ts';
+import { COST, FREE_TYPES, type IpOperation, lookupCacheKey, rememberResult, type SharedEntry, type Verdict } from './resolve-ip.ts';
 
 /** Spec: results are cached for 7 days; a repeat within them is served at no extra cost. */
 const CACHE_TTL_SECONDS = 7 * 24 * 3600;
@@ -16,7 +16,6 @@ async function balanceOf(ctx: CoreDeps, accountId: string): Promise<number> {
   const [a] = await ctx.db<{ credit_balance: number }>`select credit_balance from accounts where id = ${accountId}`;
   return a?.credit_balance ?? 0;
 }
-
 
 /**
  * The 402 of a lookup that needs the paid providers: refused before any provider is called when the

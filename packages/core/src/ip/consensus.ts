@@ -164,7 +164,11 @@ export function consensus(answers: ProviderAnswer[], opts: ConsensusOptions): Co
   const winner = candidates[0];
   if (!winner) {
     const n = businessVotes.length;
-    return notIdentified(0, `${who(n)} ${n === 1 ? 'reports' : 'report'} business traffic but no company domain${riskNote ? `; ${riskNote}` : ''}`, matches);
+    return notIdentified(
+      0,
+      `${who(n)} ${n === 1 ? 'reports' : 'report'} business traffic but no company domain${riskNote ? `; ${riskNote}` : ''}`,
+      matches,
+    );
   }
 
   const runnerUp = candidates[1];

@@ -23,9 +23,10 @@
  * `website` and `description` of the request describe the caller's own business, not the visitor, so
  * PDL's lookups do not use them. Any other non-2xx answer of either call throws with its status.
  */
-import type { EnrichmentAnswer, EnrichmentPerson, EnrichmentProvider } from './types.ts';
+
 import { assertIpLiteral, endpoint, fetchProviderJson } from './providers/http.ts';
 import { isTrue, normaliseCompanyDomain, readObject, readString } from './providers/normalise.ts';
+import type { EnrichmentAnswer, EnrichmentPerson, EnrichmentProvider } from './types.ts';
 
 export const PEOPLE_DATA_LABS_BASE_URL = 'https://api.peopledatalabs.com';
 

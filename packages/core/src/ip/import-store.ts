@@ -19,7 +19,12 @@ export interface ImportResult {
 export async function storeRanges({
   ctx,
   input,
-}: VerbArgs<{ kind: RangeKind; parsed: ImportSummary<RangeImportRow>; source: string; onProgress?: (done: number, total: number) => void }>): Promise<ImportResult> {
+}: VerbArgs<{
+  kind: RangeKind;
+  parsed: ImportSummary<RangeImportRow>;
+  source: string;
+  onProgress?: (done: number, total: number) => void;
+}>): Promise<ImportResult> {
   const inserted = await inBatches(input.parsed.rows, input.onProgress, async (rows) => {
     const batch = rows.map((r) => ({ network: r.cidr, provider: r.provider }));
     const [r] = await ctx.db<{ n: number }>`
@@ -58,7 +63,11 @@ export async function storeCompanies({
 }
 
 /** Runs `insert` on successive slices of `rows`, reporting progress; the total it inserted. */
-async function inBatches<T>(rows: T[], onProgress: ((done: number, total: number) => void) | undefined, insert: (batch: T[]) => Promise<number>): Promise<number> {
+async function inBatches<T>(
+  rows: T[],
+  onProgress: ((done: number, total: number) => void) | undefined,
+  insert: (batch: T[]) => Promise<number>,
+): Promise<number> {
   let inserted = 0;
   for (let i = 0; i < rows.length; i += BATCH) {
     inserted += await insert(rows.slice(i, i + BATCH));

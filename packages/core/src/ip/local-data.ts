@@ -1,6 +1,6 @@
 import classes from '../../data/network-classes.json' with { type: 'json' };
 import type { ParsedIp } from '../net/ip.ts';
-import { groupsToBigint, ipv4ToNumber, Ipv4Index, Ipv6Index, type RangeInput } from './ranges.ts';
+import { groupsToBigint, Ipv4Index, Ipv6Index, ipv4ToNumber, type RangeInput } from './ranges.ts';
 import type { TrafficType } from './types.ts';
 
 /**
@@ -218,10 +218,7 @@ export class LocalIpData {
    * From a prebuilt base (the host fills typed arrays straight from the shipped files, allocating
    * no row objects) plus the imported layers.
    */
-  static fromBase(
-    base: AsnBase,
-    layers: Omit<LocalLayers, 'asn4' | 'asn6'> = {},
-  ): LocalIpData {
+  static fromBase(base: AsnBase, layers: Omit<LocalLayers, 'asn4' | 'asn6'> = {}): LocalIpData {
     const owners = new Owners(base.owners.asns, base.owners.names);
     const empty = LocalIpData.build({ asn4: [], asn6: [] });
     return new LocalIpData(
@@ -481,7 +478,13 @@ export class LocalIpData {
       };
     }
     if (overlay) {
-      return { ...base, traffic_type: 'isp', vpn_provider: null, company: null, reason: `The address is in a known consumer ISP range${overlay.provider ? ` (${overlay.provider})` : ''}.` };
+      return {
+        ...base,
+        traffic_type: 'isp',
+        vpn_provider: null,
+        company: null,
+        reason: `The address is in a known consumer ISP range${overlay.provider ? ` (${overlay.provider})` : ''}.`,
+      };
     }
     const sIdx = v6 ? this.shipped.v6.lookup(key as bigint) : this.shipped.v4.lookup(key as number);
     const list = sIdx >= 0 ? this.shipped.lists[sIdx] : undefined;
@@ -501,14 +504,38 @@ export class LocalIpData {
     const name = owner.label ?? owner.name;
     switch (owner.type) {
       case 'vpn':
-        return { ...base, traffic_type: 'vpn', vpn_provider: owner.vpnProvider ?? owner.name, company: null, reason: `The network belongs to ${name}, a VPN provider (AS${owner.asn}).` };
+        return {
+          ...base,
+          traffic_type: 'vpn',
+          vpn_provider: owner.vpnProvider ?? owner.name,
+          company: null,
+          reason: `The network belongs to ${name}, a VPN provider (AS${owner.asn}).`,
+        };
       case 'hosting':
-        return { ...base, traffic_type: 'hosting', vpn_provider: null, company: null, reason: `The network belongs to ${name}, a hosting or cloud provider (AS${owner.asn}).` };
+        return {
+          ...base,
+          traffic_type: 'hosting',
+          vpn_provider: null,
+          company: null,
+          reason: `The network belongs to ${name}, a hosting or cloud provider (AS${owner.asn}).`,
+        };
       case 'isp':
-        return { ...base, traffic_type: 'isp', vpn_provider: null, company: null, reason: `The network belongs to ${name}, an internet service provider (AS${owner.asn}); it does not identify a company.` };
+        return {
+          ...base,
+          traffic_type: 'isp',
+          vpn_provider: null,
+          company: null,
+          reason: `The network belongs to ${name}, an internet service provider (AS${owner.asn}); it does not identify a company.`,
+        };
       case 'education':
       case 'government':
-        return { ...base, traffic_type: owner.type, vpn_provider: null, company: null, reason: `The network belongs to ${name}, ${article(owner.type)} ${owner.type} network (AS${owner.asn}).` };
+        return {
+          ...base,
+          traffic_type: owner.type,
+          vpn_provider: null,
+          company: null,
+          reason: `The network belongs to ${name}, ${article(owner.type)} ${owner.type} network (AS${owner.asn}).`,
+        };
       case 'business':
         if (owner.domain && owner.companyName) {
           return {

@@ -25,16 +25,12 @@ interface Segment<T> {
  * narrowest active range. Active ranges live in a heap ordered by (size, -priority) with lazy
  * deletion. Adjacent segments with the same value are merged.
  */
-function flattenCluster<T extends number | bigint>(
-  inputs: RangeInput<T>[],
-  one: T,
-  sub: (a: T, b: T) => T,
-  add: (a: T, b: T) => T,
-): Segment<T>[] {
+function flattenCluster<T extends number | bigint>(inputs: RangeInput<T>[], one: T, sub: (a: T, b: T) => T, add: (a: T, b: T) => T): Segment<T>[] {
   if (!inputs.length) return [];
   const items = inputs.map((r, i) => ({ ...r, size: sub(r.end, r.start), priority: r.priority ?? 0, id: i }));
   type Item = (typeof items)[number];
-  const better = (a: Item, b: Item) => (a.size < b.size ? true : a.size > b.size ? false : a.priority > b.priority || (a.priority === b.priority && a.id > b.id));
+  const better = (a: Item, b: Item) =>
+    a.size < b.size ? true : a.size > b.size ? false : a.priority > b.priority || (a.priority === b.priority && a.id > b.id);
   const heap: Item[] = [];
   const push = (x: Item) => {
     heap.push(x);
@@ -96,12 +92,7 @@ function flattenCluster<T extends number | bigint>(
  * mostly disjoint (the ASN table has one overlap in 400,000 rows), so most ranges pass straight
  * through and the build stays O(n log n) with a small constant.
  */
-function flatten<T extends number | bigint>(
-  inputs: RangeInput<T>[],
-  one: T,
-  sub: (a: T, b: T) => T,
-  add: (a: T, b: T) => T,
-): Segment<T>[] {
+function flatten<T extends number | bigint>(inputs: RangeInput<T>[], one: T, sub: (a: T, b: T) => T, add: (a: T, b: T) => T): Segment<T>[] {
   const sorted = [...inputs].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.end > b.end ? -1 : a.end < b.end ? 1 : 0));
   const out: Segment<T>[] = [];
   const emit = (seg: Segment<T>) => {
@@ -177,7 +168,12 @@ export class Ipv4Index {
   }
 
   static build(inputs: RangeInput<number>[]): Ipv4Index {
-    const segs = flatten(inputs, 1, (a, b) => a - b, (a, b) => a + b);
+    const segs = flatten(
+      inputs,
+      1,
+      (a, b) => a - b,
+      (a, b) => a + b,
+    );
     const starts = new Uint32Array(segs.length);
     const ends = new Uint32Array(segs.length);
     const values = new Int32Array(segs.length);
@@ -319,7 +315,13 @@ export class Ipv6Index {
       },
       pushWords,
       done: () =>
-        new Ipv6Index(idx.startHi.subarray(0, n), idx.startLo.subarray(0, n), idx.endHi.subarray(0, n), idx.endLo.subarray(0, n), idx.values.subarray(0, n)),
+        new Ipv6Index(
+          idx.startHi.subarray(0, n),
+          idx.startLo.subarray(0, n),
+          idx.endHi.subarray(0, n),
+          idx.endLo.subarray(0, n),
+          idx.values.subarray(0, n),
+        ),
     };
   }
 
@@ -353,7 +355,14 @@ export class Ipv6Index {
   }
 
   static build(inputs: RangeInput<bigint>[]): Ipv6Index {
-    return Ipv6Index.fromSegments(flatten(inputs, 1n, (a, b) => a - b, (a, b) => a + b));
+    return Ipv6Index.fromSegments(
+      flatten(
+        inputs,
+        1n,
+        (a, b) => a - b,
+        (a, b) => a + b,
+      ),
+    );
   }
 
   get size(): number {
@@ -434,4 +443,3 @@ export function parseCidr(text: string): { version: 4; start: number; end: numbe
   const start = Math.floor(v / size) * size;
   return { version: 4, start, end: start + size - 1 };
 }
-

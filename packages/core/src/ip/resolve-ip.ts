@@ -2,8 +2,8 @@ import type { VerbArgs } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { forbiddenAddressClass, parseIp } from '../net/ip.ts';
 import { levelOf, unidentified } from './consensus.ts';
-import type { RecentResults } from './recent-results.ts';
 import type { LocalAnswer, LocalIpData } from './local-data.ts';
+import type { RecentResults } from './recent-results.ts';
 import type { ConsensusResult, EnrichmentProvider, IpProvider, ProviderAnswer, TrafficType } from './types.ts';
 
 /** What the identification waterfall needs, assembled at the entry point. */
@@ -16,7 +16,11 @@ export interface IpDeps {
   /** Combines provider answers (consensus.ts). */
   decide(answers: ProviderAnswer[]): ConsensusResult;
   /** Calls the providers in parallel, each with its own timeout (providers/run.ts). */
-  query(providers: IpProvider[], ip: string, opts: { timeoutMs: number }): Promise<{ answers: ProviderAnswer[]; failures: { provider: string; error: string }[] }>;
+  query(
+    providers: IpProvider[],
+    ip: string,
+    opts: { timeoutMs: number },
+  ): Promise<{ answers: ProviderAnswer[]; failures: { provider: string; error: string }[] }>;
   enrichment: EnrichmentProvider | null;
   /** Writes a confirmed provider answer back as a local record and makes it visible. */
   learn(ip: string, company: { domain: string; company_name: string; confidence: number }): Promise<void>;
@@ -42,7 +46,6 @@ export interface Verdict extends ConsensusResult {
   country_code: string;
   decision_makers?: { name: string; title: string | null; linkedin_url: string | null }[];
 }
-
 
 function fromLocal(ip: string, country: string, local: LocalAnswer): Verdict {
   const c = local.company;
@@ -132,7 +135,12 @@ export async function resolveIp({ ctx, input }: VerbArgs<ResolveIpInput>): Promi
 
   const reserved = forbiddenAddressClass(parsed);
   if (reserved) {
-    const verdict = { ip, ...unidentified(`This is a ${reserved} address, not one seen on the public internet.`), vpn_provider: null, country_code: '' };
+    const verdict = {
+      ip,
+      ...unidentified(`This is a ${reserved} address, not one seen on the public internet.`),
+      vpn_provider: null,
+      country_code: '',
+    };
     return { source: 'reserved', verdict };
   }
 

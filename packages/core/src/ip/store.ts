@@ -1,6 +1,6 @@
 import type { Logger } from '../context.ts';
 import type { Database, Sql } from '../db.ts';
-import { LocalIpData, type AsnBase, type CompanyRow, type OverlayRow, type RangeKind } from './local-data.ts';
+import { type AsnBase, type CompanyRow, LocalIpData, type OverlayRow, type RangeKind } from './local-data.ts';
 import { parseCidr } from './ranges.ts';
 
 /** The imported and learned layers, from Postgres. */

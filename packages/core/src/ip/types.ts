@@ -63,5 +63,8 @@ export interface EnrichmentAnswer {
 
 export interface EnrichmentProvider {
   readonly name: string;
-  enrich(input: { ip: string; website?: string | undefined; description?: string | undefined }, signal: AbortSignal): Promise<EnrichmentAnswer | null>;
+  enrich(
+    input: { ip: string; website?: string | undefined; description?: string | undefined },
+    signal: AbortSignal,
+  ): Promise<EnrichmentAnswer | null>;
 }

@@ -2,15 +2,7 @@ import type { CoreDeps, VerbArgs } from '../context.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { runAutoReload } from './run-auto-reload.ts';
 
-export type ConsumeOutcome =
-  | 'consumed'
-  | 'suspended'
-  | 'revoked'
-  | 'canceled'
-  | 'no_ids'
-  | 'pool_exhausted'
-  | 'not_metered'
-  | 'unknown_key';
+export type ConsumeOutcome = 'consumed' | 'suspended' | 'revoked' | 'canceled' | 'no_ids' | 'pool_exhausted' | 'not_metered' | 'unknown_key';
 
 export interface ConsumeResult {
   outcome: ConsumeOutcome;

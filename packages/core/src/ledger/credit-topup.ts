@@ -8,7 +8,13 @@ import { badRequest, notFound, sqlCall } from '../errors.ts';
 export async function creditTopup({
   ctx,
   input,
-}: VerbArgs<{ paymentRef: string; poolAccountId?: string; childApiKeyId?: string; amount: number; source: 'operator' | 'purchase' | 'auto_reload' }>) {
+}: VerbArgs<{
+  paymentRef: string;
+  poolAccountId?: string;
+  childApiKeyId?: string;
+  amount: number;
+  source: 'operator' | 'purchase' | 'auto_reload';
+}>) {
   if (!Number.isInteger(input.amount) || input.amount <= 0) throw badRequest('amount must be a positive integer');
   let poolId: string | null = null;
   if (input.poolAccountId) {

@@ -4,10 +4,7 @@ import type { VerbArgs } from '../context.ts';
  * The hourly rollover sweep: children and pools whose period ended, in bounded batches until none
  * is due. Safe to run on several replicas at once (SKIP LOCKED) and idempotent.
  */
-export async function rollOverDuePeriods({
-  ctx,
-  input,
-}: VerbArgs<{ now?: Date; batchSize?: number }>): Promise<{ children: number; pools: number }> {
+export async function rollOverDuePeriods({ ctx, input }: VerbArgs<{ now?: Date; batchSize?: number }>): Promise<{ children: number; pools: number }> {
   const now = (input.now ?? new Date()).toISOString();
   const batch = input.batchSize ?? 500;
   let children = 0;

@@ -95,7 +95,7 @@ const FORBIDDEN_V4: ReadonlyArray<readonly [number, number, string]> = [
 export function forbiddenIPv4Class(value: number): string | null {
   for (const [base, bits, label] of FORBIDDEN_V4) {
     const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
-    if (((value & mask) >>> 0) === base) return label;
+    if ((value & mask) >>> 0 === base) return label;
   }
   return null;
 }

@@ -41,13 +41,7 @@ export interface DestinationPolicy {
 }
 
 const MAX_URL_LENGTH = 2048;
-const METADATA_HOSTS = new Set([
-  'metadata',
-  'metadata.google.internal',
-  'metadata.goog',
-  'instance-data',
-  'instance-data.ec2.internal',
-]);
+const METADATA_HOSTS = new Set(['metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data', 'instance-data.ec2.internal']);
 
 /**
  * IPv4 as inet_aton reads it (and so getaddrinfo, curl and WHATWG URL): one to four parts, each
@@ -123,7 +117,10 @@ export function parseWebhookUrl(raw: string, policy: DestinationPolicy, field = 
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw badRequest(`${field} must be an http(s) URL`);
   if (url.username || url.password) throw badRequest(`${field} must not contain credentials`);
-  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  const host = url.hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (!host) throw badRequest(`${field} has no host`);
   if (METADATA_HOSTS.has(host)) throw badRequest(`${field} points at a cloud metadata service`);
   if ((host === 'localhost' || host.endsWith('.localhost')) && !policy.allowPrivate) {

@@ -5,12 +5,7 @@ import { badRequest, notFound } from '../errors.ts';
 
 /** The rows an operator verb writes for an account: a key, a website, and its pool's id. */
 
-export async function insertKey(
-  tx: Sql,
-  ctx: CoreDeps,
-  accountId: string,
-  opts: { master: boolean },
-): Promise<{ id: string; key: string }> {
+export async function insertKey(tx: Sql, ctx: CoreDeps, accountId: string, opts: { master: boolean }): Promise<{ id: string; key: string }> {
   const key = generateApiKey();
   const hash = await ctx.keyring.hashApiKey(key);
   const [row] = await tx<{ id: string }>`

@@ -6,7 +6,14 @@ import { poolOf } from './account-records.ts';
 export async function configureAutoReload({
   ctx,
   input,
-}: VerbArgs<{ accountId: string; enabled?: boolean; thresholdIds?: number; topupAmountIds?: number; paymentMethodId?: string; customerId?: string }>) {
+}: VerbArgs<{
+  accountId: string;
+  enabled?: boolean;
+  thresholdIds?: number;
+  topupAmountIds?: number;
+  paymentMethodId?: string;
+  customerId?: string;
+}>) {
   const poolId = await poolOf(ctx, input.accountId);
   const [row] = await sqlCall(
     () => ctx.db<{ enabled: boolean; threshold_ids: number | null; topup_amount_ids: number | null; payment_method_id: string | null }>`

@@ -3,28 +3,27 @@ import type { PartnerCtx, VerbArgs } from '../context.ts';
 import { forbidden } from '../errors.ts';
 import { Timestamp } from '../schemas.ts';
 
-export const PoolState = z
-  .object({
-    pool: z.object({
-      monthly_id_quota: z.number().int(),
-      ids_used_this_period: z.number().int(),
-      topup_balance: z.number().int(),
-      available: z.number().int(),
-      current_period_start: Timestamp.nullable(),
-      current_period_end: Timestamp.nullable(),
-      pool_billing_mode: z.enum(['prepaid', 'invoice_monthly']),
-      partner_per_id_pence: z.number().nullable(),
-    }),
-    auto_reload: z.object({
-      enabled: z.boolean(),
-      threshold_ids: z.number().int().nullable(),
-      topup_amount_ids: z.number().int().nullable(),
-      payment_method_id: z.string().nullable(),
-      last_declined_at: Timestamp.nullable(),
-      consecutive_declines: z.number().int(),
-    }),
-    recent_topups: z.array(z.object({ amount_ids: z.number().int(), created_at: Timestamp, status: z.string() })),
-  });
+export const PoolState = z.object({
+  pool: z.object({
+    monthly_id_quota: z.number().int(),
+    ids_used_this_period: z.number().int(),
+    topup_balance: z.number().int(),
+    available: z.number().int(),
+    current_period_start: Timestamp.nullable(),
+    current_period_end: Timestamp.nullable(),
+    pool_billing_mode: z.enum(['prepaid', 'invoice_monthly']),
+    partner_per_id_pence: z.number().nullable(),
+  }),
+  auto_reload: z.object({
+    enabled: z.boolean(),
+    threshold_ids: z.number().int().nullable(),
+    topup_amount_ids: z.number().int().nullable(),
+    payment_method_id: z.string().nullable(),
+    last_declined_at: Timestamp.nullable(),
+    consecutive_declines: z.number().int(),
+  }),
+  recent_topups: z.array(z.object({ amount_ids: z.number().int(), created_at: Timestamp, status: z.string() })),
+});
 export type PoolState = z.infer<typeof PoolState>;
 
 interface PoolRow {

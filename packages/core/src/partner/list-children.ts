@@ -11,7 +11,10 @@ export const ListChildrenInput = z.object({
     .min(1, 'must be between 1 and 500')
     .max(500, 'must be between 1 and 500')
     .optional()
-    .openapi({ type: 'integer', description: 'Addition to the spec: page size, 1 to 500. Without limit and offset, every child is returned, as the spec describes' }),
+    .openapi({
+      type: 'integer',
+      description: 'Addition to the spec: page size, 1 to 500. Without limit and offset, every child is returned, as the spec describes',
+    }),
   offset: z.coerce
     .number(whenGiven('must be a number'))
     .int('must be a whole number')

@@ -2,11 +2,20 @@ import { z } from '@hono/zod-openapi';
 import type { PartnerCtx, VerbArgs } from '../context.ts';
 import { Timestamp, Uuid, whenGiven } from '../schemas.ts';
 
-const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'no_destination'], whenGiven('must be pending, delivered, failed or no_destination'));
+const DeliveryStatus = z.enum(
+  ['pending', 'delivered', 'failed', 'no_destination'],
+  whenGiven('must be pending, delivered, failed or no_destination'),
+);
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const ListPartnerEventsInput = z.object({
-  limit: z.coerce.number(whenGiven('must be a number')).int().min(1).max(200).optional().openapi({ type: 'integer', description: '1 to 200, default 50' }),
+  limit: z.coerce
+    .number(whenGiven('must be a number'))
+    .int()
+    .min(1)
+    .max(200)
+    .optional()
+    .openapi({ type: 'integer', description: '1 to 200, default 50' }),
   status: DeliveryStatus.optional(),
   child_api_key_id: Uuid.optional(),
   event: z.string().max(100).optional().openapi({ example: 'child.suspended' }),

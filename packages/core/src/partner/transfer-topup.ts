@@ -6,7 +6,11 @@ import { Uuid, whenGiven } from '../schemas.ts';
 export const TransferTopupInput = z
   .object({
     child_api_key_id: Uuid,
-    amount: z.number(whenGiven('must be a positive integer')).int('must be a positive integer').positive('must be a positive integer').max(1_000_000_000),
+    amount: z
+      .number(whenGiven('must be a positive integer'))
+      .int('must be a positive integer')
+      .positive('must be a positive integer')
+      .max(1_000_000_000),
   })
   .strict()
   .openapi('TransferTopupRequest');

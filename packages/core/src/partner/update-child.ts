@@ -12,7 +12,9 @@ export const UpdateChildInput = z
     status: ChildStatus.optional(),
     extend_period_days: PositiveDays.optional().openapi({ description: 'New current_period_end = max(current_period_end, now) + days' }),
     webhook_url: WebhookUrl.nullable().optional().openapi({ description: 'A URL sets or updates; null clears URL and secret' }),
-    webhook_secret: WebhookSecret.nullable().optional().openapi({ description: 'A string sets the secret; null mints a fresh one; omitted keeps it' }),
+    webhook_secret: WebhookSecret.nullable()
+      .optional()
+      .openapi({ description: 'A string sets the secret; null mints a fresh one; omitted keeps it' }),
   })
   .strict()
   .openapi('UpdateChildRequest');

@@ -13,7 +13,8 @@ export async function planWebhookChange(ctx: PartnerCtx, url: string | null | un
     throw badRequest(`webhook_secret cannot be set while ${field} is being cleared`);
   }
   const urlAction = url === undefined ? 'keep' : url === null ? 'clear' : 'set';
-  const normalised = typeof url === 'string' ? await assertReachableWebhook(url, { allowPrivate: ctx.allowPrivateWebhooks }, ctx.webhooks, field) : null;
+  const normalised =
+    typeof url === 'string' ? await assertReachableWebhook(url, { allowPrivate: ctx.allowPrivateWebhooks }, ctx.webhooks, field) : null;
   // An explicit secret (string) or explicit null replaces; an omitted one keeps the existing secret.
   const secretAction = secret === undefined ? 'keep_or_mint' : 'replace';
   const minted = typeof secret === 'string' ? null : mintWebhookSecret();

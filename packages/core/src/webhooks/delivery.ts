@@ -78,9 +78,7 @@ function planFor(ctx: CoreDeps, lease: DeliveryLease): LeasePlan {
   const attemptMs = ctx.webhookTimeoutMs + lease.attemptSlackMs;
   const inARow = Math.floor((lease.leaseMs - lease.marginMs) / attemptMs);
   if (inARow < 1) {
-    throw new Error(
-      `a ${lease.leaseMs} ms webhook lease cannot hold one ${attemptMs} ms attempt and its ${lease.marginMs} ms margin`,
-    );
+    throw new Error(`a ${lease.leaseMs} ms webhook lease cannot hold one ${attemptMs} ms attempt and its ${lease.marginMs} ms margin`);
   }
   return { lease, attemptMs, claimSize: SEND_CONCURRENCY * inARow, renewEveryMs: lease.leaseMs / 4 };
 }
@@ -243,10 +241,7 @@ async function claim(
  * claim is sized so its batch finishes within its lease (DELIVERY_LEASE), so no replica sends the
  * same attempt while this one is alive. `lease` exists for tests that scale time down.
  */
-export async function dispatchNewEvents({
-  ctx,
-  input,
-}: VerbArgs<{ partnerAccountId: string; lease?: DeliveryLease }>): Promise<DeliveryReport> {
+export async function dispatchNewEvents({ ctx, input }: VerbArgs<{ partnerAccountId: string; lease?: DeliveryLease }>): Promise<DeliveryReport> {
   const plan = planFor(ctx, input.lease ?? DELIVERY_LEASE);
   const limit = Math.min(FIRST_ATTEMPTS_PER_CLAIM, plan.claimSize);
   const total = emptyReport();

@@ -46,8 +46,7 @@ function mapSnitcher(provider: string, raw: unknown): ProviderAnswer | null {
   const body = readObject(raw);
   if (!body) return null;
   const company = readObject(body.company);
-  const domain =
-    normaliseCompanyDomain(body.domain) ?? normaliseCompanyDomain(company?.domain) ?? normaliseCompanyDomain(company?.website);
+  const domain = normaliseCompanyDomain(body.domain) ?? normaliseCompanyDomain(company?.domain) ?? normaliseCompanyDomain(company?.website);
   const companyName = readString(company?.name);
   const trafficType = trafficTypeFromLabel(body.type);
   if (domain === null && companyName === null && trafficType === null) return null;
