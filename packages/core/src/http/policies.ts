@@ -176,27 +176,13 @@ export const policies = {
   partnerPoolRead: partnerPolicy({ limited: false, action: false }),
 
   /** Any key of an account that is not revoked: a suspended key still looks up and reads. */
-  accountKey: {
-    description: 'Any key of the account',
-    authenticate: (c) => authenticateKey(accessKey(c)),
-    middleware: [],
-    errors: { 401: KEY_401 },
-    security: [{ AccessKey: [] }],
-    cors: false,
-  } satisfies Policy,
+  accountKey: accountKeyPolicy('Any key of the account'),
 
   /**
    * The key that owns a tracker (a child's key, or a partner's master key for its own trackers):
-   * what it may see is scoped by the verb to the trackers of that key.
+   * the same authentication; what it may see is scoped by the verb to the trackers of that key.
    */
-  trackerOwner: {
-    description: 'The key that owns the tracker: the child’s key, or the partner master key for its own trackers',
-    authenticate: (c) => authenticateKey(accessKey(c)),
-    middleware: [],
-    errors: { 401: KEY_401 },
-    security: [{ AccessKey: [] }],
-    cors: false,
-  } satisfies Policy,
+  trackerOwner: accountKeyPolicy('The key that owns the tracker: the child’s key, or the partner master key for its own trackers'),
 
   /** A connected user acting through an account key (spec: `x-user-id`, a UUID). */
   connectedUser: connectedUserPolicy(UserHeaders),
@@ -228,6 +214,17 @@ export const policies = {
     cors: false,
   } satisfies Policy,
 } satisfies Record<string, Policy>;
+
+function accountKeyPolicy(description: string): Policy {
+  return {
+    description,
+    authenticate: (c) => authenticateKey(accessKey(c)),
+    middleware: [],
+    errors: { 401: KEY_401 },
+    security: [{ AccessKey: [] }],
+    cors: false,
+  };
+}
 
 function connectedUserPolicy(headers: typeof UserHeaders | typeof IdempotentUserHeaders): Policy {
   return {
