@@ -55,7 +55,7 @@ export const securitySchemes = {
  */
 const partnerLimits: MiddlewareHandler<HonoEnv> = async (c, next) => {
   const deps = c.get('deps');
-  const caller = c.get('caller') as PartnerCaller;
+  const caller = partnerCallerOf(c);
   const d = await deps.rateLimiter.hit(caller.apiKeyId);
   const headers = {
     'RateLimit-Policy': `"partner";q=${d.limit};w=${d.windowSeconds}`,
@@ -99,10 +99,17 @@ const dispatchAfterAction: MiddlewareHandler<HonoEnv> = async (c, next) => {
   await next();
   if (c.res.status < 400) {
     const deps = c.get('deps');
-    const partnerAccountId = (c.get('caller') as PartnerCaller).accountId;
+    const partnerAccountId = partnerCallerOf(c).accountId;
     deps.background('webhooks', () => dispatchNewEvents({ ctx: deps, input: { partnerAccountId } }));
   }
 };
+
+/** The caller under a partner policy; any other kind reaching a partner step is a wiring mistake, not a client's. */
+export function partnerCallerOf(c: Context<HonoEnv>): PartnerCaller {
+  const caller = c.get('caller');
+  if (caller.kind !== 'partner') throw new Error(`a partner step ran for a ${caller.kind} caller`);
+  return caller;
+}
 
 const accessKey = (c: Context<HonoEnv>) => ({ ctx: c.get('deps'), input: { key: c.req.header('x-access-key') } });
 

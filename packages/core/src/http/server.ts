@@ -4,7 +4,7 @@ import type { CoreDeps, KeyRecord, PartnerCaller } from '../context.ts';
 import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.ts';
 import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv, type ServerOptions } from './definition.ts';
 import { renderError } from './envelope.ts';
-import { CORS_HEADERS } from './policies.ts';
+import { CORS_HEADERS, partnerCallerOf } from './policies.ts';
 import { guardRequest } from './request-guard.ts';
 
 /**
@@ -86,10 +86,7 @@ export function createApiServer(deps: CoreDeps, defs: FunctionDefinition[], opts
 
 /** The verb context for a request under a partner policy. */
 export function partnerCtx(c: Context<HonoEnv>): CoreDeps & { caller: PartnerCaller } {
-  const caller = c.get('caller');
-  // The policy decides the caller's kind; reaching here with another is a wiring mistake, not a client's.
-  if (caller.kind !== 'partner') throw new Error(`a partner verb was called for a ${caller.kind} caller`);
-  return { ...c.get('deps'), caller };
+  return { ...c.get('deps'), caller: partnerCallerOf(c) };
 }
 
 /** The key behind a request under a key policy (account key, tracker owner, partner, connected user). */
