@@ -1,4 +1,5 @@
 import type { FunctionDefinition } from '@sightline/core';
+import { collect } from './collect/route.ts';
 import { ipToBestFit } from './ip-to-best-fit/route.ts';
 import { ipToCompany } from './ip-to-company/route.ts';
 import { partnerAdoptExistingKey } from './partner-adopt-existing-key/route.ts';
@@ -34,6 +35,7 @@ export const allFunctions: FunctionDefinition[] = [
   partnerReplayEvent,
   ipToCompany,
   ipToBestFit,
+  collect,
   sweepPeriodRollover,
   sweepWebhookDeliveriesFunction,
 ];

@@ -232,10 +232,15 @@ const triggers: Record<string, Trigger> = {
     const app = createHostApp(deps);
     const headers: Record<string, string> = { ...credentialFor(def, keys.partner) };
     if (def.policy === policies.sweep) headers.authorization = `Bearer ${SWEEP_SECRET}`;
+    // A function that reads the database only after validating (no key to look up) needs a valid body.
+    const body =
+      def.name === 'collect'
+        ? JSON.stringify({ tracking_script_id: crypto.randomUUID(), type: 'pageview', url: 'https://a.example.com/', session_id: 's' })
+        : '{}';
     const init: RequestInit = readsJson(def)
-      ? { method: def.method, headers: { ...headers, 'content-type': 'application/json' }, body: '{}' }
+      ? { method: def.method, headers: { ...headers, 'content-type': 'application/json' }, body }
       : { method: def.method, headers };
-    const res = await app.request(fn(def.name), init);
+    const res = await app.request(fn(def.name), init, { incoming: { socket: { remoteAddress: '203.0.113.9' } } });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   },
 };

@@ -101,7 +101,8 @@ describe('public tracker endpoint', () => {
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
-    expect(await res.json()).toEqual({ caller: { kind: 'visitor', origin: 'https://shop.example.com' } });
+    // In process there is no socket, so no address; collect's tests cover the address.
+    expect(await res.json()).toEqual({ caller: { kind: 'visitor', origin: 'https://shop.example.com', ip: null } });
   });
 
   it('answers a preflight with 204 and the CORS headers, and errors carry them too', async () => {

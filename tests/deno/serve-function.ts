@@ -32,7 +32,8 @@ const server = Deno.serve(
     // The test reads this line to learn the port; Deno's default banner goes elsewhere and may change.
     onListen: ({ port }) => console.log(`listening ${port}`),
   },
-  app.fetch,
+  // As serveFunction does: Deno's connection info is the app's bindings (the visitor's address).
+  (req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }),
 );
 
 let stopping = false;

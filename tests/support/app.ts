@@ -10,8 +10,9 @@ import {
   type PaymentProcessor,
   type RateLimiter,
   silentLogger,
+  trustedProxies,
 } from '@sightline/core';
-import { createHostApp, createNodeWebhookTransport, nodeHmacSha256Hex, nodeSha256Base64 } from '@sightline/host';
+import { createHostApp, createNodeWebhookTransport, nodeHmacSha256Hex, nodeRemoteAddress, nodeSha256Base64 } from '@sightline/host';
 import { openTestDatabase, type TestDatabase } from './db.ts';
 
 export const TEST_SECRET = 'test-server-secret-0123456789abcdef-not-for-production';
@@ -28,6 +29,8 @@ export interface TestEnvOptions {
   authCache?: boolean;
   /** Where the app logs; silent unless a test reads the log. */
   log?: Logger;
+  /** TRUSTED_PROXIES, as CIDRs. */
+  trustedProxies?: string[];
 }
 
 export interface TestEnv extends TestDatabase {
@@ -59,6 +62,8 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     rateLimiter: opts.rateLimiter ?? createMemoryRateLimiter({ limit: 1_000_000, windowSeconds: 60 }),
     payments: opts.payments,
     webhookTimeoutMs: opts.webhookTimeoutMs,
+    remoteAddressOf: nodeRemoteAddress,
+    ...(opts.trustedProxies ? { trustedProxies: trustedProxies(opts.trustedProxies) } : {}),
     ...(opts.ip ? { ip: await opts.ip(tdb.db) } : {}),
     ...(auth ? { authCache: auth.cache } : {}),
   });

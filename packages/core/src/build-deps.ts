@@ -8,6 +8,7 @@ import type { Database } from './db.ts';
 import { connectPostgres } from './db-postgres.ts';
 import { createCoreDeps } from './deps.ts';
 import { type IpDataSources, ipDepsFor } from './ip/assemble.ts';
+import { trustedProxies } from './net/client-address.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
 import { createStripeProcessor } from './payments/stripe.ts';
@@ -47,6 +48,8 @@ export interface HostRuntime {
   onIpDataError?: (err: unknown) => void;
   /** Hands background promises to the runtime (Supabase: EdgeRuntime.waitUntil). */
   handOff?: (p: Promise<unknown>) => void;
+  /** The request's socket peer, from the runtime's request bindings. */
+  remoteAddressOf?: (env: unknown) => string | undefined;
 }
 
 export type BuiltDeps = CoreDeps & { db: Database; runner: BackgroundRunner; close(): Promise<void> };
@@ -97,6 +100,8 @@ export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDe
     ...(ip ? { ip } : {}),
     ...(auth ? { authCache: auth.cache } : {}),
     ...(env.SWEEP_SECRET ? { sweepSecret: env.SWEEP_SECRET } : {}),
+    ...(runtime.remoteAddressOf ? { remoteAddressOf: runtime.remoteAddressOf } : {}),
+    trustedProxies: trustedProxies(env.TRUSTED_PROXIES),
   });
   return {
     ...deps,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseCidr } from './ip/ranges.ts';
 
 const flag = z
   .enum(['0', '1', 'true', 'false', ''])
@@ -37,6 +38,23 @@ export const EnvSchema = z.object({
     .string()
     .regex(/^(sk|rk)_(test|live)_/, 'STRIPE_SECRET_KEY must be a Stripe secret or restricted key')
     .optional(),
+  /**
+   * Proxies in front of the service whose X-Forwarded-For is believed (comma-separated CIDRs): the
+   * load balancer or CDN, nobody else. Empty: the socket's peer is the visitor.
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((c) => c.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (list) => list.every((c) => parseCidr(c) !== null),
+      'TRUSTED_PROXIES must be a comma-separated list of CIDRs, e.g. 10.0.0.0/8,2001:db8::/32',
+    ),
   /** Bearer token Supabase Cron presents to the scheduled sweep functions. */
   SWEEP_SECRET: z.string().min(32, 'SWEEP_SECRET must be at least 32 characters').optional(),
   /** How often the Node host runs the period rollover sweep (seconds). */

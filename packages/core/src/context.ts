@@ -3,6 +3,7 @@ import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
 import type { IpDeps } from './ip/resolve-ip.ts';
 import type { RateLimiter } from './limits.ts';
+import type { TrustedProxies } from './net/client-address.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import type { PaymentProcessor } from './payments/processor.ts';
 
@@ -40,6 +41,10 @@ export interface CoreDeps {
   authCache?: AuthCache;
   /** The bearer token scheduled sweeps must present (`SWEEP_SECRET`); absent, sweeps are refused. */
   sweepSecret?: string;
+  /** The request's socket peer, from the host's request bindings (core knows no runtime). */
+  remoteAddressOf?: (env: unknown) => string | undefined;
+  /** Proxies whose X-Forwarded-For is believed (`TRUSTED_PROXIES`). */
+  trustedProxies: TrustedProxies;
 }
 
 /** An API key record as authentication found it (and the auth cache keeps it, frozen). */
@@ -63,10 +68,12 @@ export interface ConnectedUserCaller {
   userId: string;
   idempotencyKey: string | undefined;
 }
-/** A visitor's browser on a customer's site: no key, only the page's origin. */
+/** A visitor's browser on a customer's site: no key; the page's origin and the address the server saw. */
 export interface VisitorCaller {
   kind: 'visitor';
   origin: string | undefined;
+  /** The socket's peer, or a trusted proxy's word for it (net/client-address.ts); null if unusable. */
+  ip: string | null;
 }
 /** The scheduler (Supabase Cron) presenting the sweep bearer token. */
 export interface SweepCaller {

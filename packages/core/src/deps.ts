@@ -5,6 +5,7 @@ import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
 import type { IpDeps } from './ip/resolve-ip.ts';
 import { createMemoryRateLimiter, type RateLimiter } from './limits.ts';
+import { type TrustedProxies, trustedProxies } from './net/client-address.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
 
@@ -24,6 +25,9 @@ export interface CoreDepsParts {
   ip?: IpDeps;
   authCache?: AuthCache;
   sweepSecret?: string;
+  remoteAddressOf?: (env: unknown) => string | undefined;
+  /** Defaults to none: the socket's peer is the visitor. */
+  trustedProxies?: TrustedProxies;
 }
 
 /** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
@@ -42,6 +46,8 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     ...(parts.ip ? { ip: parts.ip } : {}),
     ...(parts.authCache ? { authCache: parts.authCache } : {}),
     ...(parts.sweepSecret ? { sweepSecret: parts.sweepSecret } : {}),
+    ...(parts.remoteAddressOf ? { remoteAddressOf: parts.remoteAddressOf } : {}),
+    trustedProxies: parts.trustedProxies ?? trustedProxies([]),
     runner,
   };
 }

@@ -7,6 +7,7 @@ import { packageIpSources } from './ip-base.ts';
 import { createLogger } from './logger.ts';
 import { loadMigrations } from './migrations.ts';
 import { nodeHmacSha256Hex, nodeSha256Base64 } from './node-hmac.ts';
+import { nodeRemoteAddress } from './node-remote-address.ts';
 import { createNodeWebhookTransport } from './webhook-transport.ts';
 
 export type HostDeps = BuiltDeps;
@@ -66,5 +67,6 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
     listens: true,
     digest: nodeSha256Base64,
     ipSources: packageIpSources,
+    remoteAddressOf: nodeRemoteAddress,
   });
 }

@@ -5,6 +5,7 @@ export * from './ip-snapshot-sources.ts';
 export * from './logger.ts';
 export * from './migrations.ts';
 export * from './node-hmac.ts';
+export * from './node-remote-address.ts';
 export * from './node-server.ts';
 export * from './operator-commands.ts';
 export * from './scheduler.ts';

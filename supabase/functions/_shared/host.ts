@@ -119,6 +119,11 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<BuiltDe
     handOff: (p) => {
       if (typeof EdgeRuntime !== 'undefined') EdgeRuntime.waitUntil(p);
     },
+    // serveFunction hands Deno's connection info to the app as its bindings.
+    remoteAddressOf: (bindings) => {
+      const addr = (bindings as { remoteAddr?: { hostname?: unknown } } | undefined)?.remoteAddr;
+      return typeof addr?.hostname === 'string' ? addr.hostname : undefined;
+    },
   });
 }
 
@@ -130,5 +135,5 @@ export function createDenoApp(deps: CoreDeps, def: FunctionDefinition, functions
 export async function serveFunction(def: FunctionDefinition): Promise<void> {
   const deps = await buildDenoDeps({ ipData: def.usesIpData === true });
   const app = createDenoApp(deps, def);
-  Deno.serve(app.fetch);
+  Deno.serve((req, info) => app.fetch(req, { remoteAddr: info.remoteAddr }));
 }

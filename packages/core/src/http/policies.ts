@@ -4,6 +4,7 @@ import { authenticateKey, authenticatePartner, findKeyRecord } from '../auth/aut
 import type { Caller, PartnerCaller } from '../context.ts';
 import { AppError, unauthorized } from '../errors.ts';
 import { assertPoolHasIds } from '../ledger/assert-pool-has-ids.ts';
+import { clientAddress } from '../net/client-address.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import type { HonoEnv } from './definition.ts';
 
@@ -199,7 +200,11 @@ export const policies = {
   /** A visitor's browser on a customer's site: no key, CORS for every origin, no credentials. */
   publicTracker: {
     description: 'No key: called by the tracker script from visitors’ browsers',
-    authenticate: async (c) => ({ kind: 'visitor', origin: c.req.header('origin') }),
+    authenticate: async (c) => {
+      const deps = c.get('deps');
+      const ip = clientAddress(deps.remoteAddressOf?.(c.env), c.req.header('x-forwarded-for'), deps.trustedProxies);
+      return { kind: 'visitor', origin: c.req.header('origin'), ip };
+    },
     middleware: [],
     errors: {},
     security: [],

@@ -1,0 +1,29 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { CollectEventInput, collectEvent, type FunctionDefinition, openapi, policies } from '@sightline/core';
+import { jsonAnswer, jsonBody } from '../_shared/schemas.ts';
+
+export const route = createRoute({
+  method: 'post',
+  path: '/',
+  summary: 'The tracker script’s beacon: a page view, or engaged time (sent as text/plain JSON, no preflight)',
+  description:
+    'Answers 202 at once: the event is only appended; identification happens later, off the request path. The visitor’s address is the one the server saw (TRUSTED_PROXIES decides whose X-Forwarded-For is believed), never a body field. Events for an unknown or inactive tracker, a revoked key, or a page outside the website’s domain are dropped without saying so.',
+  request: { body: jsonBody(CollectEventInput) },
+  responses: { 202: jsonAnswer('Accepted', z.object({ success: z.literal(true) })) },
+});
+
+export const collect: FunctionDefinition = {
+  name: 'collect',
+  mount: 'functions',
+  method: 'POST',
+  body: 'text-json',
+  policy: policies.publicTracker,
+  register(app) {
+    openapi(app, route, async (c) => {
+      const caller = c.get('caller');
+      const ip = caller.kind === 'visitor' ? caller.ip : null;
+      await collectEvent({ ctx: c.get('deps'), input: { ...c.req.valid('json'), ip, userAgent: c.req.header('user-agent') } });
+      return c.json({ success: true as const }, 202);
+    });
+  },
+};

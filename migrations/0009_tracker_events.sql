@@ -1,0 +1,62 @@
+-- Tracker events: what the tracker script sends from visitors' browsers (page views, and engaged
+-- time as deltas), appended by the collect endpoint. Collect only appends; identifying the visitor
+-- and using an ID happen later, off the request path, so a slow provider never slows collect and a
+-- crash loses nothing that was acknowledged.
+--
+-- The visitor's address is the one the server saw (the socket, or a trusted proxy's word), never a
+-- value from the request body.
+
+create table tracker_events (
+  id              bigint generated always as identity primary key,
+  website_id      uuid not null references websites (id) on delete cascade,
+  -- The key that owns the tracker when the event arrived (whose IDs an identification would use).
+  api_key_id      uuid not null references api_keys (id) on delete cascade,
+  received_at     timestamptz not null default now(),
+  kind            text not null check (kind in ('pageview', 'engagement')),
+  ip              inet not null,
+  is_bot          boolean not null,
+  session_id      text not null check (length(session_id) between 1 and 64),
+  url             text not null check (length(url) between 1 and 2048),
+  referrer        text check (length(referrer) <= 2048),
+  -- Engaged time since the previous beacon of the page, in milliseconds; each beacon applies once.
+  active_ms       integer check (active_ms between 0 and 1800000),
+  beacon_id       text check (length(beacon_id) between 1 and 64),
+  user_agent      text check (length(user_agent) <= 512),
+  -- pending: waits for the identification worker; skipped: never identified (a bot); done.
+  identify_status text not null default 'pending' check (identify_status in ('pending', 'done', 'skipped')),
+  check ((kind = 'engagement') = (active_ms is not null and beacon_id is not null)),
+  check (not is_bot or identify_status = 'skipped')
+);
+
+-- The worker's queue: what is still to identify, oldest first.
+create index tracker_events_pending on tracker_events (id) where identify_status = 'pending';
+-- A beacon retried by the browser (keepalive fetch, then sendBeacon) is stored once.
+create unique index tracker_events_beacon on tracker_events (website_id, session_id, beacon_id) where beacon_id is not null;
+create index tracker_events_by_website on tracker_events (website_id, received_at);
+
+/*
+ * Appends one event for the tracker `p_tracking_script_id`, or nothing: an unknown tracker, an
+ * inactive website, a revoked key, or a page whose host is neither the website's domain nor a
+ * subdomain of it are dropped quietly (the browser is told nothing it could probe with). A repeated
+ * beacon is stored once. Returns whether a row was written.
+ */
+create function sl_collect_event(
+  p_tracking_script_id uuid, p_kind text, p_page_host text, p_ip inet, p_is_bot boolean, p_session_id text,
+  p_url text, p_referrer text, p_active_ms integer, p_beacon_id text, p_user_agent text
+) returns boolean
+language sql as $$
+  with site as (
+    select w.id, w.api_key_id from websites w join api_keys k on k.id = w.api_key_id
+    where w.tracking_script_id = p_tracking_script_id and w.status = 'active' and k.status <> 'revoked'
+      and (p_page_host = w.domain or right(p_page_host, length(w.domain) + 1) = '.' || w.domain)
+  ), ins as (
+    insert into tracker_events (website_id, api_key_id, kind, ip, is_bot, session_id, url, referrer, active_ms, beacon_id,
+                                user_agent, identify_status)
+    select site.id, site.api_key_id, p_kind, p_ip, p_is_bot, p_session_id, p_url, p_referrer, p_active_ms, p_beacon_id,
+           p_user_agent, case when p_is_bot then 'skipped' else 'pending' end
+    from site
+    on conflict (website_id, session_id, beacon_id) where beacon_id is not null do nothing
+    returning 1
+  )
+  select exists (select 1 from ins)
+$$;

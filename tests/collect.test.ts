@@ -1,0 +1,180 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { allowedMethodsAt, createHostApp, createNodeServer } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createTestEnv, fn, type TestEnv } from './support/app.ts';
+import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
+
+/**
+ * collect, the tracker's beacon: answered 202 at once with CORS on every answer, appending the event
+ * and nothing else; the visitor's address is the one the server saw, never one the request claims;
+ * events that do not belong to a live tracker on its own domain are dropped without a word.
+ */
+let env: TestEnv;
+let behindProxy: TestEnv;
+let partnerKey = '';
+let site = { tracking_script_id: '', domain: '', child: '' };
+
+const VISITOR = '203.0.113.9';
+const socketOf = (address: string) => ({ incoming: { socket: { remoteAddress: address } } });
+
+/** A beacon as the tracker sends it: text/plain JSON from a visitor at `from`. */
+async function beacon(target: TestEnv, body: Record<string, unknown>, opts: { from?: string; headers?: Record<string, string> } = {}) {
+  const res = await target.app.request(
+    fn('collect'),
+    {
+      method: 'POST',
+      headers: {
+        'content-type': 'text/plain;charset=UTF-8',
+        origin: `https://${site.domain}`,
+        'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0',
+        ...opts.headers,
+      },
+      body: JSON.stringify(body),
+    },
+    socketOf(opts.from ?? VISITOR),
+  );
+  return { status: res.status, body: (await res.json()) as Record<string, unknown>, headers: res.headers };
+}
+
+const pageview = (extra: Record<string, unknown> = {}) => ({
+  tracking_script_id: site.tracking_script_id,
+  type: 'pageview',
+  url: `https://${site.domain}/pricing`,
+  referrer: 'https://www.google.com/',
+  session_id: 's-1',
+  ...extra,
+});
+
+async function stored(target: TestEnv = env) {
+  return target.db<{ ip: string; kind: string; is_bot: boolean; identify_status: string; url: string; active_ms: number | null }>`
+    select host(ip) as ip, kind, is_bot, identify_status, url, active_ms from tracker_events order by id`;
+}
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  partnerKey = (await seedPartner(env.deps, { quota: 100 })).key;
+  const child = await createChildVia(env, partnerKey, { domain: uniqueDomain('shop') });
+  site = { tracking_script_id: child.website.tracking_script_id, domain: child.website.domain, child: child.child.api_key_id };
+  behindProxy = await createTestEnv({ trustedProxies: ['10.0.0.0/8'] });
+});
+afterAll(async () => {
+  await env.close();
+  await behindProxy.close();
+});
+
+describe('collect', () => {
+  it('appends a page view with the socket’s address and answers 202 with CORS headers', async () => {
+    await env.db`delete from tracker_events`;
+    const res = await beacon(env, pageview());
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ success: true });
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(await stored()).toEqual([
+      { ip: VISITOR, kind: 'pageview', is_bot: false, identify_status: 'pending', url: `https://${site.domain}/pricing`, active_ms: null },
+    ]);
+  });
+
+  it('ignores an address in the body and a spoofed X-Forwarded-For when no proxy is trusted', async () => {
+    await env.db`delete from tracker_events`;
+    await beacon(env, pageview({ ip: '8.8.8.8' }), { headers: { 'x-forwarded-for': '1.2.3.4' } });
+    expect((await stored()).map((e) => e.ip)).toEqual([VISITOR]);
+  });
+
+  it('behind a trusted proxy, takes the first untrusted hop from the right, not the leftmost', async () => {
+    const c = await createChildVia(behindProxy, (await seedPartner(behindProxy.deps)).key, { domain: uniqueDomain('proxied') });
+    const body = { ...pageview(), tracking_script_id: c.website.tracking_script_id, url: `https://${c.website.domain}/` };
+    const res = await beacon(behindProxy, body, { from: '10.0.0.5', headers: { 'x-forwarded-for': '198.51.100.7, 203.0.113.50, 10.0.0.9' } });
+    expect(res.status).toBe(202);
+    expect((await stored(behindProxy)).map((e) => e.ip)).toEqual(['203.0.113.50']);
+  });
+
+  it('takes pages on the website’s domain and its subdomains, and drops any other host quietly', async () => {
+    await env.db`delete from tracker_events`;
+    for (const url of [`https://www.${site.domain}/a`, `http://${site.domain.toUpperCase()}/b`]) {
+      expect((await beacon(env, pageview({ url }))).status).toBe(202);
+    }
+    for (const url of [`https://evil${site.domain}/`, 'https://elsewhere.example.org/', `ftp://${site.domain}/`, 'not a url']) {
+      expect((await beacon(env, pageview({ url }))).status).toBe(202);
+    }
+    expect((await stored()).map((e) => new URL(e.url).pathname)).toEqual(['/a', '/b']);
+  });
+
+  it('drops events for an unknown tracker, an inactive website and a revoked key; keeps a suspended child’s', async () => {
+    await env.db`delete from tracker_events`;
+    expect((await beacon(env, pageview({ tracking_script_id: crypto.randomUUID() }))).status).toBe(202);
+    const inactive = await createChildVia(env, partnerKey, { domain: uniqueDomain('gone') });
+    await env.db`update websites set status = 'inactive' where id = ${inactive.website.id}`;
+    await beacon(env, { ...pageview(), tracking_script_id: inactive.website.tracking_script_id, url: `https://${inactive.website.domain}/` });
+    const revoked = await createChildVia(env, partnerKey, { domain: uniqueDomain('revoked') });
+    await env.db`update api_keys set status = 'revoked' where id = ${revoked.child.api_key_id}`;
+    await beacon(env, { ...pageview(), tracking_script_id: revoked.website.tracking_script_id, url: `https://${revoked.website.domain}/` });
+    expect(await stored()).toEqual([]);
+    const suspended = await createChildVia(env, partnerKey, { domain: uniqueDomain('paused') });
+    await env.db`update api_keys set status = 'suspended', suspended_reason = 'manual' where id = ${suspended.child.api_key_id}`;
+    await beacon(env, { ...pageview(), tracking_script_id: suspended.website.tracking_script_id, url: `https://${suspended.website.domain}/` });
+    expect(await stored()).toHaveLength(1);
+  });
+
+  it('records bots (by user agent, or automation the browser admits) as bots, never to identify', async () => {
+    await env.db`delete from tracker_events`;
+    await beacon(env, pageview(), { headers: { 'user-agent': 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' } });
+    await beacon(env, pageview({ webdriver: true }));
+    expect((await stored()).map((e) => [e.is_bot, e.identify_status])).toEqual([
+      [true, 'skipped'],
+      [true, 'skipped'],
+    ]);
+  });
+
+  it('applies an engagement beacon once however often it is sent, and refuses absurd or incomplete ones', async () => {
+    await env.db`delete from tracker_events`;
+    const engaged = pageview({ type: 'engagement', active_ms: 12_000, beacon_id: 'b-1' });
+    expect((await beacon(env, engaged)).status).toBe(202);
+    expect((await beacon(env, engaged)).status).toBe(202);
+    expect((await stored()).map((e) => [e.kind, e.active_ms])).toEqual([['engagement', 12_000]]);
+    const absurd = await beacon(env, pageview({ type: 'engagement', active_ms: 31 * 60_000, beacon_id: 'b-2' }));
+    expect(absurd.status).toBe(400);
+    expect(absurd.headers.get('access-control-allow-origin')).toBe('*');
+    expect((await beacon(env, pageview({ type: 'engagement', beacon_id: 'b-3' }))).body.error).toMatch(/active_ms/);
+    expect(await stored()).toHaveLength(1);
+  });
+
+  it('answers a preflight, though the tracker sends text/plain so browsers need none', async () => {
+    const res = await env.app.request(fn('collect'), {
+      method: 'OPTIONS',
+      headers: { origin: 'https://a.example', 'access-control-request-method': 'POST' },
+    });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+  });
+
+  it('needs no key: an x-access-key is neither required nor read', async () => {
+    const res = await call(env, 'collect', { key: 'sl_not_a_key', body: pageview(), headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(202);
+  });
+});
+
+describe('collect over a real socket', () => {
+  let server: Server;
+  beforeAll(async () => {
+    const app = createHostApp(env.deps);
+    server = createNodeServer({ fetch: app.fetch, log: env.deps.log, allowedMethods: allowedMethodsAt });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('stores the socket peer the Node host saw', async () => {
+    await env.db`delete from tracker_events`;
+    const port = (server.address() as AddressInfo).port;
+    const res = await fetch(`http://127.0.0.1:${port}/functions/v1/collect`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', 'x-forwarded-for': '8.8.8.8' },
+      body: JSON.stringify(pageview()),
+    });
+    expect(res.status).toBe(202);
+    expect((await stored()).map((e) => e.ip)).toEqual(['127.0.0.1']);
+  });
+});
