@@ -14,6 +14,7 @@ import { partnerSetWebhook } from './partner-set-webhook/route.ts';
 import { partnerTransferTopup } from './partner-transfer-topup/route.ts';
 import { partnerUpdateChild } from './partner-update-child/route.ts';
 import { sweepPeriodRollover } from './sweep-period-rollover/route.ts';
+import { sweepTrackerEvents } from './sweep-tracker-events/route.ts';
 import { sweepWebhookDeliveriesFunction } from './sweep-webhook-deliveries/route.ts';
 
 /**
@@ -38,4 +39,5 @@ export const allFunctions: FunctionDefinition[] = [
   collect,
   sweepPeriodRollover,
   sweepWebhookDeliveriesFunction,
+  sweepTrackerEvents,
 ];

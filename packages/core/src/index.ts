@@ -69,6 +69,7 @@ export * from './partner/update-child.ts';
 export * from './payments/processor.ts';
 export * from './redis.ts';
 export * from './schemas.ts';
+export * from './tracker/aggregate-events.ts';
 export * from './tracker/collect-event.ts';
 export * from './tracker-domain.ts';
 export * from './webhooks/delivery.ts';

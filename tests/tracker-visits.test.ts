@@ -1,0 +1,139 @@
+import { aggregateTrackerEvents, connectPostgres, createCoreDeps, createKeyring, silentLogger } from '@sightline/core';
+import { createNodeWebhookTransport } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestEnv, fn, TEST_SECRET, type TestEnv } from './support/app.ts';
+import { usingPostgres } from './support/db.ts';
+import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
+
+/**
+ * Visits, as the worker aggregates them from tracker events: one visitor per address and website,
+ * a visit per session, every page view, engaged time once per beacon, the first outside referrer,
+ * and high intent by the documented rule. Bots are nobody's visitors.
+ */
+let env: TestEnv;
+let site = { tracking_script_id: '', domain: '', website_id: '' };
+
+async function beacon(body: Record<string, unknown>, from: string, userAgent = 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0') {
+  const res = await env.app.request(
+    fn('collect'),
+    { method: 'POST', headers: { 'content-type': 'text/plain', 'user-agent': userAgent }, body: JSON.stringify(body) },
+    { incoming: { socket: { remoteAddress: from } } },
+  );
+  expect(res.status).toBe(202);
+}
+
+const page = (path: string, session: string, extra: Record<string, unknown> = {}) => ({
+  tracking_script_id: site.tracking_script_id,
+  type: 'pageview',
+  url: `https://${site.domain}${path}`,
+  session_id: session,
+  ...extra,
+});
+const engaged = (ms: number, session: string, id: string) => page('/', session, { type: 'engagement', active_ms: ms, beacon_id: id });
+
+async function visitor(ip: string) {
+  const [v] = await env.db<{
+    visit_count: number;
+    pages_viewed: number;
+    active_ms: number;
+    referrer: string | null;
+    intent_page: boolean;
+    high_intent: boolean;
+    first_before_last: boolean;
+  }>`
+    select visit_count, pages_viewed, active_ms::int as active_ms, referrer, intent_page, high_intent, first_seen <= last_seen as first_before_last
+    from visitors where website_id = ${site.website_id} and ip = ${ip}::inet`;
+  return v;
+}
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  const partner = await seedPartner(env.deps, { quota: 100 });
+  const child = await createChildVia(env, partner.key, { domain: uniqueDomain('visits') });
+  site = { tracking_script_id: child.website.tracking_script_id, domain: child.website.domain, website_id: child.website.id };
+});
+afterAll(() => env.close());
+
+describe('visits', () => {
+  it('counts a visit per session, every page, engaged time once per beacon, and keeps the first outside referrer', async () => {
+    const ip = '203.0.113.20';
+    await beacon(page('/', 's1', { referrer: `https://${site.domain}/elsewhere` }), ip);
+    await beacon(page('/about', 's1', { referrer: 'https://www.google.com/search?q=acme' }), ip);
+    await beacon(engaged(20_000, 's1', 'b1'), ip);
+    await beacon(engaged(20_000, 's1', 'b1'), ip); // the same beacon, sent again
+    await beacon(page('/', 's2', { referrer: 'https://news.example.org/' }), ip);
+    const report = await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    expect(report.applied).toBe(4);
+    expect(await visitor(ip)).toEqual({
+      visit_count: 2,
+      pages_viewed: 3,
+      active_ms: 20_000,
+      referrer: 'https://www.google.com/search?q=acme',
+      intent_page: false,
+      high_intent: true, // three pages
+      first_before_last: true,
+    });
+  });
+
+  it('is high intent for a pricing page or a minute of engaged time, and not for one plain page', async () => {
+    await beacon(page('/pricing/', 'p1'), '203.0.113.21');
+    await beacon(page('/', 'p2'), '203.0.113.22');
+    await beacon(engaged(61_000, 'p2', 'b9'), '203.0.113.22');
+    await beacon(page('/blog/pricing-tips', 'p3'), '203.0.113.23');
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    expect(await visitor('203.0.113.21')).toMatchObject({ intent_page: true, high_intent: true, pages_viewed: 1 });
+    expect(await visitor('203.0.113.22')).toMatchObject({ intent_page: false, high_intent: true, active_ms: 61_000 });
+    expect(await visitor('203.0.113.23')).toMatchObject({ intent_page: false, high_intent: false });
+  });
+
+  it('never makes a bot a visitor', async () => {
+    await beacon(page('/', 'bot'), '203.0.113.24', 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)');
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    expect(await visitor('203.0.113.24')).toBeUndefined();
+  });
+
+  it('applies each event once, however often the worker runs', async () => {
+    await beacon(page('/x', 'once'), '203.0.113.25');
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    expect((await aggregateTrackerEvents({ ctx: env.deps, input: {} })).applied).toBe(0);
+    expect((await visitor('203.0.113.25'))?.pages_viewed).toBe(1);
+  });
+
+  it('takes over a claim whose worker died once its lease runs out', async () => {
+    await beacon(page('/y', 'dead'), '203.0.113.26');
+    // A worker claims, then dies before applying.
+    await env.db`select * from sl_claim_tracker_events(100, 300)`;
+    expect((await aggregateTrackerEvents({ ctx: env.deps, input: {} })).applied).toBe(0);
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await aggregateTrackerEvents({ ctx: env.deps, input: {} })).applied).toBe(1);
+    expect((await visitor('203.0.113.26'))?.pages_viewed).toBe(1);
+  });
+});
+
+describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
+  it('share the events, and every page counts exactly once', async () => {
+    const ips = Array.from({ length: 40 }, (_, i) => `198.51.100.${i + 1}`);
+    for (const ip of ips) for (let p = 0; p < 5; p++) await beacon(page(`/p${p}`, `s-${ip}`), ip);
+    const other = createCoreDeps({
+      db: connectPostgres({ url: env.url ?? '', max: 4, prepare: true }),
+      keyring: await createKeyring(TEST_SECRET),
+      webhooks: createNodeWebhookTransport({ allowPrivate: true }),
+      log: silentLogger,
+    });
+    try {
+      const [a, b] = await Promise.all([
+        aggregateTrackerEvents({ ctx: env.deps, input: { batchSize: 7 } }),
+        aggregateTrackerEvents({ ctx: other, input: { batchSize: 7 } }),
+      ]);
+      expect(a.applied + b.applied).toBe(200);
+      expect(a.applied).toBeGreaterThan(0);
+      expect(b.applied).toBeGreaterThan(0);
+      const [sum] = await env.db<{ pages: number; visits: number }>`
+        select sum(pages_viewed)::int as pages, sum(visit_count)::int as visits from visitors
+        where website_id = ${site.website_id} and ip << '198.51.100.0/24'::inet`;
+      expect(sum).toEqual({ pages: 200, visits: 40 });
+    } finally {
+      await other.db.close();
+    }
+  });
+});
