@@ -10,7 +10,7 @@ import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { DENO, type DenoFunctionServer, openPgliteDirEnv, SERVE_SCRIPT, startDenoFunctions } from './support/deno-functions.ts';
 import { REPO_ROOT } from './support/process.ts';
-import { seedDirectAccount, seedPartner } from './support/seed.ts';
+import { createChildVia, seedDirectAccount, seedPartner, uniqueDomain } from './support/seed.ts';
 
 /**
  * The Supabase entrypoints run the same core under Deno, where modules resolve through npm:
@@ -45,6 +45,7 @@ let ipDataDir: string | undefined;
 let deno: DenoFunctionServer | undefined;
 let key = '';
 let lookupKey = '';
+let tracker = { tracking_script_id: '', domain: '' };
 
 /** The server beforeAll started; a test reaching here without one has nothing to compare against. */
 function running(): DenoFunctionServer {
@@ -71,6 +72,9 @@ beforeAll(async () => {
   const direct = await seedDirectAccount(env.deps, 'Deno lookups');
   await grantCredits({ ctx: env.deps, input: { accountId: direct.account_id, credits: 10 } });
   lookupKey = direct.key;
+  const agency = await seedPartner(env.deps, { name: 'Deno tracker partner', quota: 10 });
+  const child = await createChildVia(env, agency.key, { domain: uniqueDomain('deno-tracker') });
+  tracker = { tracking_script_id: child.website.tracking_script_id, domain: child.website.domain };
   // The IP data as the Supabase functions ship it (npm run build:edge-data), in a directory of its own.
   ipDataDir = await mkdtemp(join(tmpdir(), 'sightline-deno-ip-data-'));
   await buildEdgeData(ipDataDir);
@@ -166,5 +170,29 @@ describe('ip-to-company under Deno, from the edge data snapshot', () => {
     expect(google6.body).toMatchObject({ traffic_type: 'hosting', country_code: expect.stringMatching(/^[A-Z]{2}$/) as unknown });
     // The repeat is the stored result, and only the business match was charged.
     expect((await lookup('17.253.144.10')).body).toMatchObject({ cached: true, domain: 'apple.com' });
+  });
+});
+
+describe('collect under Deno', () => {
+  it('appends the beacon with the address Deno saw, not the one a header claims, and answers 202 with CORS', async () => {
+    const res = await fetch(`${running().origin}/collect`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain;charset=UTF-8', 'x-forwarded-for': '8.8.8.8' },
+      body: JSON.stringify({
+        tracking_script_id: tracker.tracking_script_id,
+        type: 'pageview',
+        url: `https://${tracker.domain}/`,
+        session_id: 'deno',
+      }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(res.status).toBe(202);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(await res.json()).toEqual({ success: true });
+    // On PGlite the Deno process holds the data directory; on Postgres the row can be read here.
+    if (env) {
+      const rows = await env.db<{ ip: string }>`select host(ip) as ip from tracker_events`;
+      expect(rows).toEqual([{ ip: '127.0.0.1' }]);
+    }
   });
 });

@@ -1,6 +1,7 @@
 /**
- * Serves partner-pool-state (and, for request bodies under Deno, partner-create-child-key, and
- * ip-to-company from the edge data snapshot in IP_DATA_DIR) the way
+ * Serves partner-pool-state (and, for request bodies under Deno, partner-create-child-key,
+ * ip-to-company from the edge data snapshot in IP_DATA_DIR, and collect with the visitor's address
+ * from Deno's connection info) the way
  * the supabase/functions entrypoints do, but on a port the caller can find and with a database the
  * caller chose, so tests/deno-smoke.test.ts can compare it with the Node host and
  * tests/supabase-client.test.ts can call it through supabase-js (behind
@@ -11,6 +12,7 @@
  */
 
 import { createApiServer } from '@sightline/core';
+import { collect } from '../../functions/collect/route.ts';
 import { ipToCompany } from '../../functions/ip-to-company/route.ts';
 import { partnerCreateChildKey } from '../../functions/partner-create-child-key/route.ts';
 import { partnerPoolState } from '../../functions/partner-pool-state/route.ts';
@@ -22,8 +24,8 @@ const port = Number(Deno.env.get('PORT') ?? '0');
 if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be 0-65535, got ${port}`);
 
 const deps = await buildDenoDeps({ ...(pgliteDir ? { db: await openPglite(pgliteDir) } : {}), ipData: true });
-// Three functions on one server (each Supabase function serves one), so one Deno start covers them.
-const app = createApiServer(deps, [partnerPoolState, partnerCreateChildKey, ipToCompany], { functionsPrefix: '' });
+// Four functions on one server (each Supabase function serves one), so one Deno start covers them.
+const app = createApiServer(deps, [partnerPoolState, partnerCreateChildKey, ipToCompany, collect], { functionsPrefix: '' });
 
 const server = Deno.serve(
   {
