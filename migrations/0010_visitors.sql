@@ -1,8 +1,13 @@
 -- Visitors: what the tracker saw of one address on one website, aggregated from tracker events by a
 -- worker (claimed in bounded batches with SKIP LOCKED and a lease, so replicas share the work and a
 -- crash leaves the batch to the next claim). Bots are never aggregated: they are nobody to sell to.
+-- Aggregation has its own state (aggregated_at); identify_status stays the identification's.
 
-alter table tracker_events add column lease_until timestamptz;
+alter table tracker_events
+  add column aggregated_at timestamptz,
+  add column lease_until timestamptz;
+-- The aggregation queue: events not yet applied to their visitor, oldest first.
+create index tracker_events_unaggregated on tracker_events (id) where aggregated_at is null and not is_bot;
 
 create table visitors (
   website_id    uuid not null references websites (id) on delete cascade,
@@ -63,7 +68,7 @@ language sql as $$
   update tracker_events e set lease_until = clock_timestamp() + make_interval(secs => p_lease_ms / 1000.0)
   where e.id in (
     select t.id from tracker_events t
-    where t.identify_status = 'pending' and (t.lease_until is null or t.lease_until < clock_timestamp())
+    where t.aggregated_at is null and not t.is_bot and (t.lease_until is null or t.lease_until < clock_timestamp())
     order by t.id
     limit p_limit
     for update skip locked
@@ -72,8 +77,10 @@ language sql as $$
 $$;
 
 /*
- * Aggregates claimed events into their visitors, in event order, in one transaction, and marks each
- * done, so an event counts once however often it is claimed. Returns how many it applied.
+ * Aggregates claimed events into their visitors in one transaction, and marks each aggregated, so an
+ * event counts once however often it is claimed. Events are applied visitor by visitor (in key
+ * order, then event order), so two workers with backlogs sharing visitors lock those rows in the
+ * same order and cannot deadlock. Returns how many it applied.
  */
 create function sl_apply_tracker_events(p_ids bigint[]) returns integer
 language plpgsql as $$
@@ -84,8 +91,8 @@ declare
 begin
   for e in
     select t.*, w.domain from tracker_events t join websites w on w.id = t.website_id
-    where t.id = any(p_ids) and t.identify_status = 'pending'
-    order by t.id
+    where t.id = any(p_ids) and t.aggregated_at is null and not t.is_bot
+    order by t.website_id, t.ip, t.id
     for update of t
   loop
     insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, pages_viewed, active_ms, referrer, intent_page)
@@ -108,7 +115,7 @@ begin
     if v_new_session then
       update visitors set visit_count = visit_count + 1 where website_id = e.website_id and ip = e.ip;
     end if;
-    update tracker_events set identify_status = 'done', lease_until = null where id = e.id;
+    update tracker_events set aggregated_at = clock_timestamp(), lease_until = null where id = e.id;
     v_applied := v_applied + 1;
   end loop;
   return v_applied;

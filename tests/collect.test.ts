@@ -139,6 +139,13 @@ describe('collect', () => {
     expect(await stored()).toHaveLength(1);
   });
 
+  it('drops engaged time a page view carries: only engagement beacons add time, once each', async () => {
+    await env.db`delete from tracker_events`;
+    const res = await beacon(env, pageview({ active_ms: 5_000, beacon_id: 'pv-1' }));
+    expect(res.status).toBe(202);
+    expect((await stored()).map((e) => [e.kind, e.active_ms])).toEqual([['pageview', null]]);
+  });
+
   it('answers a preflight, though the tracker sends text/plain so browsers need none', async () => {
     const res = await env.app.request(fn('collect'), {
       method: 'OPTIONS',

@@ -104,3 +104,17 @@ describe('findUnstorableText', () => {
     expect(findUnstorableText('\ude80x')).toBe('body');
   });
 });
+
+describe('a body nested deeper than the call stack', () => {
+  it('is walked without overflowing: 30,000 levels of brackets is an ordinary 400 from the schema, not a 500', async () => {
+    const deep = `${'['.repeat(30_000)}${']'.repeat(30_000)}`;
+    expect(findUnstorableText(JSON.parse(deep))).toBeUndefined();
+    expect(findUnstorableText(JSON.parse(`${'['.repeat(30_000)}"a\\u0000"${']'.repeat(30_000)}`))).toMatch(/^0(\.0)+$/);
+    const res = await call(env, 'partner-create-child-key', {
+      key: partnerKey,
+      rawBody: `{"name":${deep}}`,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+  });
+});

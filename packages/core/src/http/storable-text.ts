@@ -17,23 +17,27 @@ export function isUnstorableText(s: string): boolean {
 
 /**
  * The path (`name`, `tags.2`, …) of the first string, or object key, in a parsed JSON value or
- * query record that Postgres could not store as given; undefined when there is none.
+ * query record that Postgres could not store as given; undefined when there is none. Walked with an
+ * explicit stack: a body nested thousands deep (a few KiB of brackets) must not overflow the call
+ * stack and turn a client's mistake into a 500.
  */
 export function findUnstorableText(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'string') return isUnstorableText(value) ? path || 'body' : undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findUnstorableText(value[i], path ? `${path}.${i}` : String(i));
-      if (found) return found;
-    }
-    return undefined;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      const at = path ? `${path}.${k}` : k;
-      if (isUnstorableText(k)) return at;
-      const found = findUnstorableText(v, at);
-      if (found) return found;
+  const pending: [unknown, string][] = [[value, path]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [v, at] = next;
+    if (typeof v === 'string') {
+      if (isUnstorableText(v)) return at || 'body';
+    } else if (Array.isArray(v)) {
+      // Pushed last to first, so the first offending element is found first.
+      for (let i = v.length - 1; i >= 0; i--) pending.push([v[i], at ? `${at}.${i}` : String(i)]);
+    } else if (v !== null && typeof v === 'object') {
+      const entries = Object.entries(v);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, child] = entries[i] as [string, unknown];
+        const childAt = at ? `${at}.${k}` : k;
+        if (isUnstorableText(k)) return childAt;
+        pending.push([child, childAt]);
+      }
     }
   }
   return undefined;

@@ -56,9 +56,12 @@ export async function collectEvent({
   const host = pageHost(input.url);
   if (!input.ip || !host) return { stored: false };
   const bot = input.webdriver === true || isbot(input.userAgent ?? '');
+  // Engaged time and its beacon id belong to engagement beacons; a page view carrying them has them dropped.
+  const engagement = input.type === 'engagement';
   const [row] = await ctx.db<{ stored: boolean }>`
     select sl_collect_event(${input.tracking_script_id}::uuid, ${input.type}, ${host}, ${input.ip}::inet, ${bot},
-      ${input.session_id}, ${input.url}, ${input.referrer ?? null}, ${input.active_ms ?? null}::int, ${input.beacon_id ?? null},
+      ${input.session_id}, ${input.url}, ${input.referrer ?? null}, ${engagement ? (input.active_ms ?? null) : null}::int,
+      ${engagement ? (input.beacon_id ?? null) : null},
       ${input.userAgent?.slice(0, 512) ?? null}) as stored`;
   return { stored: row?.stored ?? false };
 }
