@@ -55,6 +55,8 @@ describe('out-of-IDs guard (402)', () => {
       const res = await call(env, name, { key: empty.key, method: def.method, body: def.method === 'POST' ? validBody(name, childId) : undefined });
       expect(res.status).toBe(402);
       expect(res.body).toEqual({ success: false, error: expect.stringMatching(/no identifications left/) as unknown });
+      // The request was counted, so its answer says how much of the limit is left, as documented.
+      expect(res.headers.get('ratelimit')).toMatch(/^"partner";r=\d+;t=\d+$/);
       expect(await snapshot(env.db)).toEqual(before);
     },
   );

@@ -95,6 +95,44 @@ describe('openapi()', () => {
     expect(((await badHeader.json()) as { error: string }).error).toBe('x-trace: must be digits');
   });
 
+  it('puts the policy in front of every path a route answers, not only the function’s root', async () => {
+    const route = createRoute({
+      method: 'get',
+      path: '/t/{id}',
+      request: { params: z.object({ id: z.string() }) },
+      responses: ok,
+    });
+    const app = await serverFor({
+      name: 'probe',
+      mount: 'functions',
+      method: 'GET',
+      policy: policies.partnerRead,
+      register(a) {
+        openapi(a, route, (c) => c.json({ reached: true }, 200) as never);
+      },
+    });
+    const res = await app.request('http://x/f/probe/t/abc');
+    expect(res.status).toBe(401);
+    expect((await app.request('http://x/f/probe/t/abc', { method: 'DELETE' })).status).toBe(405);
+    // A path no route answers is not found, not guarded into a 401.
+    expect((await app.request('http://x/f/probe/elsewhere')).status).toBe(404);
+  });
+
+  it('refuses a path parameter that does not fill its segment (`/t/{id}.js` would name the parameter `id.js`)', async () => {
+    const route = createRoute({ method: 'get', path: '/t/{id}.js', request: { params: z.object({ id: z.string() }) }, responses: ok });
+    await expect(
+      serverFor({
+        name: 'probe',
+        mount: 'functions',
+        method: 'GET',
+        policy: policies.publicTracker,
+        register(a) {
+          openapi(a, route, (c) => c.json({}, 200) as never);
+        },
+      }),
+    ).rejects.toThrow(/whole path segment/);
+  });
+
   it('documents the policy’s errors, the guard’s and the route’s own, the route’s wording winning', async () => {
     const route = createRoute({
       method: 'post',
@@ -116,10 +154,11 @@ describe('openapi()', () => {
     expect(Object.keys(post?.responses ?? {}).sort()).toEqual(['200', '400', '401', '402', '403', '405', '408', '413', '429', '500']);
     expect(post?.responses?.['402']?.description).toBe('route-specific 402');
     expect(post?.security).toEqual([{ AccessKey: [] }]);
-    expect(Object.keys((post?.responses?.['429'] as { headers?: object } | undefined)?.headers ?? {}).sort()).toEqual([
-      'RateLimit',
-      'RateLimit-Policy',
-      'Retry-After',
-    ]);
+    const headersOf = (status: string) => Object.keys((post?.responses?.[status] as { headers?: object } | undefined)?.headers ?? {}).sort();
+    expect(headersOf('429')).toEqual(['RateLimit', 'RateLimit-Policy', 'Retry-After']);
+    expect(headersOf('200')).toEqual(['RateLimit', 'RateLimit-Policy']);
+    expect(headersOf('402')).toEqual(['RateLimit', 'RateLimit-Policy']);
+    // Answered before the limit is counted: no RateLimit headers to promise.
+    for (const status of ['401', '403', '405', '413']) expect(headersOf(status), status).toEqual([]);
   });
 });

@@ -73,10 +73,11 @@ const partnerLimits: MiddlewareHandler<HonoEnv> = async (c, next) => {
       },
     );
   }
-  await assertPoolHasIds({ ctx: deps, input: { accountId: caller.accountId } });
-  // Hono's compose turns an error thrown further in into a response, so this runs for those too.
-  await next();
+  // Set now, so every answer after the limit carries them: the pool guard's 402, a validation 400,
+  // the route's own answers (an error's response is built from the same context).
   for (const [k, v] of Object.entries(headers)) c.header(k, v);
+  await assertPoolHasIds({ ctx: deps, input: { accountId: caller.accountId } });
+  await next();
 };
 
 /**

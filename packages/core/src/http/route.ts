@@ -5,7 +5,7 @@ import { AppError } from '../errors.ts';
 import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.ts';
 import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv } from './definition.ts';
 import { describeValidationIssues, errorResponse } from './envelope.ts';
-import { definitionFor } from './server.ts';
+import { functionAppParts } from './server.ts';
 import { findUnstorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.ts';
 
 type Schema = ZodType<unknown>;
@@ -23,8 +23,11 @@ type ObjectSchema = Schema & { shape: Record<string, unknown> };
  * a wrong Content-Type and read the body, so what is left is to parse and check it.
  */
 export function openapi<R extends RouteConfig>(app: FunctionApp, route: R, handler: RouteHandler<R, HonoEnv>): void {
-  const def = definitionFor(app);
-  if (!def) throw new Error(`${route.method} ${route.path}: openapi() registers routes of a function's own app (createApiServer)`);
+  const parts = functionAppParts(app);
+  if (!parts) throw new Error(`${route.method} ${route.path}: openapi() registers routes of a function's own app (createApiServer)`);
+  const { def } = parts;
+  // `/t/{id}.js` would become Hono's parameter `id.js`: a parameter must fill its path segment.
+  if (/\{[^}]+\}[^/]/.test(route.path)) throw new Error(`${route.method} ${route.path}: a path parameter must be a whole path segment`);
   // What our functions declare is all this checks; anything else would go unchecked, so refuse it.
   if (route.request?.cookies || route.middleware || route.hide) {
     throw new Error(
@@ -42,6 +45,10 @@ export function openapi<R extends RouteConfig>(app: FunctionApp, route: R, handl
   app.openAPIRegistry.registerPath(documented(route, def, Boolean(body || query || params || headers)));
   // OpenAPI writes path parameters `{name}`; Hono routes them as `:name`.
   const path = route.path.replace(/\{([^}]+)\}/g, ':$1');
+  if (!parts.guarded.has(path)) {
+    parts.guarded.add(path);
+    app.use(path, ...parts.chain);
+  }
   app.on(route.method.toUpperCase(), path, validateInput({ body, query, params, headers }), handler as unknown as Handler<HonoEnv>);
 }
 
@@ -67,7 +74,8 @@ function documented(route: RouteConfig, def: FunctionDefinition, validates: bool
   Object.assign(responses, route.responses);
   const extraHeaders = def.policy.responseHeaders ?? {};
   for (const [status, response] of Object.entries(responses)) {
-    const named = { ...extraHeaders.default, ...extraHeaders[status] };
+    // `default` headers come from the policy's middleware, so not on what is answered before it runs.
+    const named = { ...(ANSWERED_BEFORE_POLICY_MIDDLEWARE.has(status) ? {} : extraHeaders.default), ...extraHeaders[status] };
     if (!Object.keys(named).length || !('description' in response)) continue;
     responses[status] = {
       ...response,
@@ -104,6 +112,9 @@ export function guardedErrors(def: FunctionDefinition, validates: boolean): Reco
   errors['500'] = 'Internal error; retry';
   return errors;
 }
+
+/** Statuses the request guard and authentication answer, before a policy's middleware runs (or a 500, anywhere). */
+const ANSWERED_BEFORE_POLICY_MIDDLEWARE = new Set(['401', '403', '405', '408', '413', '500']);
 
 function validateInput(parts: { body?: Schema; query?: Schema; params?: ObjectSchema; headers?: ObjectSchema }): MiddlewareHandler<HonoEnv> {
   const { body, query, params, headers } = parts;

@@ -8,13 +8,22 @@ import { CORS_HEADERS, partnerCallerOf } from './policies.ts';
 import { guardRequest } from './request-guard.ts';
 
 /**
- * The definition each function's sub-app was built for, so `openapi()` can document the route with
- * its policy and body kind without every route passing them again.
+ * What each function's sub-app was built with: its definition, so `openapi()` can document a route
+ * with its policy and body kind, and the chain every route of it runs behind (CORS, the request
+ * guard, authentication, the policy's middleware), which `openapi()` puts in front of each route's
+ * own path — in front of exactly the paths a route answers, so no route can be reached around it.
  */
-const definitionOf = new WeakMap<FunctionApp, FunctionDefinition>();
+export interface FunctionAppParts {
+  def: FunctionDefinition;
+  chain: MiddlewareHandler<HonoEnv>[];
+  /** Paths that already run the chain (a path with several methods runs it once). */
+  guarded: Set<string>;
+}
 
-export function definitionFor(app: FunctionApp): FunctionDefinition | undefined {
-  return definitionOf.get(app);
+const partsOf = new WeakMap<FunctionApp, FunctionAppParts>();
+
+export function functionAppParts(app: FunctionApp): FunctionAppParts | undefined {
+  return partsOf.get(app);
 }
 
 /** Authenticates with the function's policy; the caller it returns is what the route acts for. */
@@ -37,22 +46,17 @@ function createFunctionApp(def: FunctionDefinition, opts: ServerOptions): Functi
   // No onError here: the server's own renders every error. A sub-app with its own error handler
   // makes Hono wrap each of its middlewares and its handler in a further compose() when mounted.
   const app = new OpenAPIHono<HonoEnv>();
-  definitionOf.set(app, def);
-  if (def.policy.cors) app.use('/', cors);
-  app.use(
-    '/',
-    guardRequest({
-      name: def.name,
-      method: def.method,
-      body: bodyKindOf(def),
-      cors: def.policy.cors,
-      maxBytes: MAX_BODY_BYTES,
-      timeoutMs: opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS,
-      readBody: opts.readBody,
-    }),
-    authenticate(def),
-    ...def.policy.middleware,
-  );
+  const guard = guardRequest({
+    name: def.name,
+    method: def.method,
+    body: bodyKindOf(def),
+    cors: def.policy.cors,
+    maxBytes: MAX_BODY_BYTES,
+    timeoutMs: opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS,
+    readBody: opts.readBody,
+  });
+  const chain = [...(def.policy.cors ? [cors] : []), guard, authenticate(def), ...def.policy.middleware];
+  partsOf.set(app, { def, chain, guarded: new Set() });
   def.register(app);
   return app;
 }
