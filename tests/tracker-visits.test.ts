@@ -118,14 +118,19 @@ describe('visits', () => {
   });
 });
 
+/** A second replica's worker: its own connection pool on the same database. */
+async function otherWorker() {
+  return createCoreDeps({
+    db: connectPostgres({ url: env.url ?? '', max: 4, prepare: true }),
+    keyring: await createKeyring(TEST_SECRET),
+    webhooks: createNodeWebhookTransport({ allowPrivate: true }),
+    log: silentLogger,
+  });
+}
+
 describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
   it('do not deadlock when their backlogs interleave the same visitors', async () => {
-    const other = createCoreDeps({
-      db: connectPostgres({ url: env.url ?? '', max: 4, prepare: true }),
-      keyring: await createKeyring(TEST_SECRET),
-      webhooks: createNodeWebhookTransport({ allowPrivate: true }),
-      log: silentLogger,
-    });
+    const other = await otherWorker();
     try {
       const ips = ['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.4'];
       for (let round = 0; round < 10; round++) {
@@ -149,12 +154,7 @@ describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
   it('share the events, and every page counts exactly once', async () => {
     const ips = Array.from({ length: 40 }, (_, i) => `198.51.100.${i + 1}`);
     for (const ip of ips) for (let p = 0; p < 5; p++) await beacon(page(`/p${p}`, `s-${ip}`), ip);
-    const other = createCoreDeps({
-      db: connectPostgres({ url: env.url ?? '', max: 4, prepare: true }),
-      keyring: await createKeyring(TEST_SECRET),
-      webhooks: createNodeWebhookTransport({ allowPrivate: true }),
-      log: silentLogger,
-    });
+    const other = await otherWorker();
     try {
       const [a, b] = await Promise.all([
         aggregateTrackerEvents({ ctx: env.deps, input: { batchSize: 7 } }),
