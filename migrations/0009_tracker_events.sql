@@ -34,6 +34,12 @@ create index tracker_events_pending on tracker_events (id) where identify_status
 create unique index tracker_events_beacon on tracker_events (website_id, session_id, beacon_id) where beacon_id is not null;
 create index tracker_events_by_website on tracker_events (website_id, received_at);
 
+/* Whether a host is the domain itself or one of its subdomains (`evilshop.example.com` is neither of `shop.example.com`). */
+create function sl_host_in_domain(p_host text, p_domain text) returns boolean
+language sql immutable as $$
+  select p_host = p_domain or right(p_host, length(p_domain) + 1) = '.' || p_domain
+$$;
+
 /*
  * Appends one event for the tracker `p_tracking_script_id`, or nothing: an unknown tracker, an
  * inactive website, a revoked key, or a page whose host is neither the website's domain nor a
@@ -48,7 +54,7 @@ language sql as $$
   with site as (
     select w.id, w.api_key_id from websites w join api_keys k on k.id = w.api_key_id
     where w.tracking_script_id = p_tracking_script_id and w.status = 'active' and k.status <> 'revoked'
-      and (p_page_host = w.domain or right(p_page_host, length(w.domain) + 1) = '.' || w.domain)
+      and sl_host_in_domain(p_page_host, w.domain)
   ), ins as (
     insert into tracker_events (website_id, api_key_id, kind, ip, is_bot, session_id, url, referrer, active_ms, beacon_id,
                                 user_agent, identify_status)
