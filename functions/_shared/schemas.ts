@@ -17,9 +17,3 @@ export const succeeded = <T extends z.ZodRawShape>(result: z.ZodObject<T>, name:
     .object({ success: z.literal(true) })
     .extend(result.shape)
     .openapi(name);
-
-/** A JSON response of `schema` for the document. */
-export const jsonAnswer = <T extends z.ZodType>(description: string, schema: T) => ({
-  description,
-  content: { 'application/json': { schema } },
-});

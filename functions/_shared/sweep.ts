@@ -1,6 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { type CoreDeps, type FunctionDefinition, openapi, policies } from '@sightline/core';
-import { jsonAnswer } from './schemas.ts';
+import { type CoreDeps, type FunctionDefinition, jsonAnswer, openapi, policies } from '@sightline/core';
 
 /**
  * A scheduled sweep as a function: POST with the sweep token, no body; it runs the sweep verb once,

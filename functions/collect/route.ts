@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { CollectEventInput, collectEvent, type FunctionDefinition, openapi, policies } from '@sightline/core';
-import { jsonAnswer, jsonBody } from '../_shared/schemas.ts';
+import { CollectEventInput, collectEvent, type FunctionDefinition, jsonAnswer, openapi, policies } from '@sightline/core';
+import { jsonBody } from '../_shared/schemas.ts';
 
 export const route = createRoute({
   method: 'post',

@@ -1,6 +1,16 @@
 import { createRoute } from '@hono/zod-openapi';
-import { BestFit, callerKey, errorResponse, FindBestFitInput, type FunctionDefinition, findBestFit, openapi, policies } from '@sightline/core';
-import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
+import {
+  BestFit,
+  callerKey,
+  errorResponse,
+  FindBestFitInput,
+  type FunctionDefinition,
+  findBestFit,
+  jsonAnswer,
+  openapi,
+  policies,
+} from '@sightline/core';
+import { jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const IpToBestFitResponse = succeeded(BestFit, 'IpToBestFitResult');
 

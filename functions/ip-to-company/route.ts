@@ -6,10 +6,11 @@ import {
   IdentifyCompanyInput,
   IpLookupResult,
   identifyCompany,
+  jsonAnswer,
   openapi,
   policies,
 } from '@sightline/core';
-import { jsonAnswer, jsonBody } from '../_shared/schemas.ts';
+import { jsonBody } from '../_shared/schemas.ts';
 
 export const route = createRoute({
   method: 'post',

@@ -5,11 +5,12 @@ import {
   adoptExistingKey,
   errorResponse,
   type FunctionDefinition,
+  jsonAnswer,
   openapi,
   partnerCtx,
   policies,
 } from '@sightline/core';
-import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
+import { jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const AdoptResponse = succeeded(AdoptedChild, 'AdoptKeyResponse');
 

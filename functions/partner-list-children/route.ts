@@ -1,6 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
-import { ChildrenPage, type FunctionDefinition, ListChildrenInput, listChildren, openapi, partnerCtx, policies } from '@sightline/core';
-import { jsonAnswer, succeeded } from '../_shared/schemas.ts';
+import { ChildrenPage, type FunctionDefinition, jsonAnswer, ListChildrenInput, listChildren, openapi, partnerCtx, policies } from '@sightline/core';
+import { succeeded } from '../_shared/schemas.ts';
 
 export const ListChildrenResponse = succeeded(ChildrenPage, 'ListChildrenResponse');
 

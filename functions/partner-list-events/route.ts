@@ -1,6 +1,15 @@
 import { createRoute } from '@hono/zod-openapi';
-import { type FunctionDefinition, ListPartnerEventsInput, listPartnerEvents, openapi, PartnerEvents, partnerCtx, policies } from '@sightline/core';
-import { jsonAnswer, succeeded } from '../_shared/schemas.ts';
+import {
+  type FunctionDefinition,
+  jsonAnswer,
+  ListPartnerEventsInput,
+  listPartnerEvents,
+  openapi,
+  PartnerEvents,
+  partnerCtx,
+  policies,
+} from '@sightline/core';
+import { succeeded } from '../_shared/schemas.ts';
 
 export const ListEventsResponse = succeeded(PartnerEvents, 'ListEventsResponse');
 

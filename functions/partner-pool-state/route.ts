@@ -1,6 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
-import { type FunctionDefinition, getPoolState, openapi, PoolState, partnerCtx, policies } from '@sightline/core';
-import { jsonAnswer, succeeded } from '../_shared/schemas.ts';
+import { type FunctionDefinition, getPoolState, jsonAnswer, openapi, PoolState, partnerCtx, policies } from '@sightline/core';
+import { succeeded } from '../_shared/schemas.ts';
 
 export const PoolStateResponse = succeeded(PoolState, 'PoolState');
 

@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import {
   errorResponse,
   type FunctionDefinition,
+  jsonAnswer,
   openapi,
   partnerCtx,
   policies,
@@ -9,7 +10,7 @@ import {
   RotatedKey,
   rotateChildKey,
 } from '@sightline/core';
-import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
+import { jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const RotateResponse = succeeded(RotatedKey, 'RotateKeyResponse');
 

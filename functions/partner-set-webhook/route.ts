@@ -1,6 +1,15 @@
 import { createRoute } from '@hono/zod-openapi';
-import { type FunctionDefinition, openapi, PartnerWebhook, partnerCtx, policies, SetPartnerWebhookInput, setPartnerWebhook } from '@sightline/core';
-import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
+import {
+  type FunctionDefinition,
+  jsonAnswer,
+  openapi,
+  PartnerWebhook,
+  partnerCtx,
+  policies,
+  SetPartnerWebhookInput,
+  setPartnerWebhook,
+} from '@sightline/core';
+import { jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const SetWebhookResponse = succeeded(PartnerWebhook, 'SetWebhookResponse');
 

@@ -1,6 +1,16 @@
 import { createRoute } from '@hono/zod-openapi';
-import { errorResponse, type FunctionDefinition, openapi, partnerCtx, policies, UpdateChildInput, UpdatedChild, updateChild } from '@sightline/core';
-import { jsonAnswer, jsonBody, succeeded } from '../_shared/schemas.ts';
+import {
+  errorResponse,
+  type FunctionDefinition,
+  jsonAnswer,
+  openapi,
+  partnerCtx,
+  policies,
+  UpdateChildInput,
+  UpdatedChild,
+  updateChild,
+} from '@sightline/core';
+import { jsonBody, succeeded } from '../_shared/schemas.ts';
 
 export const UpdateChildResponse = succeeded(UpdatedChild, 'UpdateChildResponse');
 

@@ -54,9 +54,9 @@ export interface HostRuntime {
 
 export type BuiltDeps = CoreDeps & { db: Database; runner: BackgroundRunner; close(): Promise<void> };
 
-/** The configured Postgres: DATABASE_URL with the pool size and prepared-statement setting. */
-export function connectConfiguredPostgres(env: Env & { DATABASE_URL: string }): Database {
-  return connectPostgres({ url: env.DATABASE_URL, max: env.DATABASE_POOL_MAX, prepare: env.DATABASE_PREPARE });
+/** Postgres at `url`, with the configured pool size and prepared-statement setting. */
+export function connectConfiguredPostgres(env: Env, url: string): Database {
+  return connectPostgres({ url, max: env.DATABASE_POOL_MAX, prepare: env.DATABASE_PREPARE });
 }
 
 export function paymentProcessorFor(env: Env): PaymentProcessor {

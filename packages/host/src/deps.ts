@@ -36,7 +36,7 @@ export async function resolveServerSecret(env: Env): Promise<string> {
 }
 
 export async function openDatabase(env: Env): Promise<Database> {
-  if (env.DATABASE_URL) return connectConfiguredPostgres({ ...env, DATABASE_URL: env.DATABASE_URL });
+  if (env.DATABASE_URL) return connectConfiguredPostgres(env, env.DATABASE_URL);
   await mkdir(env.DATA_DIR, { recursive: true });
   return openPglite(path.join(env.DATA_DIR, 'pglite'));
 }

@@ -92,7 +92,7 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<BuiltDe
   let db = opts.db;
   if (!db) {
     if (!env.DATABASE_URL) throw new Error('DATABASE_URL (or SUPABASE_DB_URL) must be set');
-    db = connectConfiguredPostgres({ ...env, DATABASE_URL: env.DATABASE_URL });
+    db = connectConfiguredPostgres(env, env.DATABASE_URL);
   }
   const dir = raw.IP_DATA_DIR ? new URL(`${raw.IP_DATA_DIR.replace(/\/?$/, '/')}`, `file://${Deno.cwd()}/`) : new URL('./ip-data/', import.meta.url);
   return buildDeps(env, {

@@ -9,11 +9,14 @@ export const ErrorBody = z
   .object({ success: z.literal(false), error: z.string() })
   .openapi('Error', { description: 'Every error: `{ success: false, error }`' });
 
-/** A documented error response of `description`, in the envelope. */
-export const errorResponse = (description: string) => ({
+/** A documented JSON response of `schema`. */
+export const jsonAnswer = <T extends z.ZodType>(description: string, schema: T) => ({
   description,
-  content: { 'application/json': { schema: ErrorBody } },
+  content: { 'application/json': { schema } },
 });
+
+/** A documented error response of `description`, in the envelope. */
+export const errorResponse = (description: string) => jsonAnswer(description, ErrorBody);
 
 type ZodIssueLike = { path: PropertyKey[]; message: string; code?: string };
 
