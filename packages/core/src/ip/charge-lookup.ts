@@ -1,6 +1,17 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, sqlCall } from '../errors.ts';
-import { COST, FREE_TYPES, type IpOperation, lookupCacheKey, rememberResult, type SharedEntry, type Verdict } from './resolve-ip.ts';
+import {
+  COST,
+  FREE_TYPES,
+  type IpOperation,
+  lookupCacheKey,
+  type Resolution,
+  type ResolveIpInput,
+  rememberResult,
+  resolveIp,
+  type SharedEntry,
+  type Verdict,
+} from './resolve-ip.ts';
 
 /** Spec: results are cached for 7 days; a repeat within them is served at no extra cost. */
 const CACHE_TTL_SECONDS = 7 * 24 * 3600;
@@ -54,4 +65,21 @@ export async function chargeLookupCredits({ ctx, input }: VerbArgs<{ accountId: 
   rememberResult(ipDeps, cacheKey, result, expiresAt);
   const shared: SharedEntry = { expires_at: expiresAt, result };
   await ipDeps.sharedResults?.set(cacheKey, JSON.stringify(shared), Math.ceil(kept.ttl_ms / 1000)).catch(() => undefined);
+}
+
+/**
+ * A lookup paid in credits, as ip-to-company and ip-to-best-fit make it: resolved (402 before any
+ * paid provider when the account cannot pay), then, when it was a fresh lookup, charged and stored.
+ */
+export async function lookUpWithCredits({
+  ctx,
+  input,
+}: VerbArgs<{ accountId: string; operation: IpOperation; ip: string; enrich?: ResolveIpInput['enrich'] }>): Promise<Resolution> {
+  const scope = { accountId: input.accountId, operation: input.operation };
+  const r = await resolveIp({
+    ctx,
+    input: { ...scope, ip: input.ip, beforePaidLookup: () => assertCanPayForLookup({ ctx, input: scope }), enrich: input.enrich },
+  });
+  if (r.source === 'lookup') await chargeLookupCredits({ ctx, input: { ...scope, verdict: r.verdict } });
+  return r;
 }

@@ -1,9 +1,8 @@
 import { z } from '@hono/zod-openapi';
 import type { VerbArgs } from '../context.ts';
 import { IpAddress } from '../schemas.ts';
-import { assertCanPayForLookup, chargeLookupCredits } from './charge-lookup.ts';
+import { lookUpWithCredits } from './charge-lookup.ts';
 import { Matches } from './identify-company.ts';
-import { resolveIp } from './resolve-ip.ts';
 import { ConfidenceLevel } from './types.ts';
 
 export const FindBestFitInput = z
@@ -38,17 +37,15 @@ export type BestFit = z.infer<typeof BestFit>;
  * spec's best-fit vocabulary.
  */
 export async function findBestFit({ ctx, input }: VerbArgs<FindBestFitInput & { accountId: string }>): Promise<BestFit> {
-  const scope = { accountId: input.accountId, operation: 'ip-to-best-fit' as const };
-  const r = await resolveIp({
+  const r = await lookUpWithCredits({
     ctx,
     input: {
-      ...scope,
+      accountId: input.accountId,
+      operation: 'ip-to-best-fit',
       ip: input.ip_address,
-      beforePaidLookup: () => assertCanPayForLookup({ ctx, input: scope }),
       enrich: { website: input.website, description: input.description },
     },
   });
-  if (r.source === 'lookup') await chargeLookupCredits({ ctx, input: { ...scope, verdict: r.verdict } });
   const v = r.verdict;
   // The spec's best-fit vocabulary has no education/government: those are not businesses to sell to.
   const traffic = v.traffic_type === 'education' || v.traffic_type === 'government' ? 'unknown' : v.traffic_type;

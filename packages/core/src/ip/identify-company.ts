@@ -1,8 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import type { VerbArgs } from '../context.ts';
 import { IpAddress } from '../schemas.ts';
-import { assertCanPayForLookup, chargeLookupCredits } from './charge-lookup.ts';
-import { resolveIp } from './resolve-ip.ts';
+import { lookUpWithCredits } from './charge-lookup.ts';
 import { ConfidenceLevel, TrafficType } from './types.ts';
 
 export const IdentifyCompanyInput = z.object({ ip: IpAddress }).strict().openapi('IpToCompanyRequest');
@@ -34,9 +33,7 @@ export type IpLookupResult = z.infer<typeof IpLookupResult>;
  * the account cannot pay.
  */
 export async function identifyCompany({ ctx, input }: VerbArgs<IdentifyCompanyInput & { accountId: string }>): Promise<IpLookupResult> {
-  const scope = { accountId: input.accountId, operation: 'ip-to-company' as const };
-  const r = await resolveIp({ ctx, input: { ...scope, ip: input.ip, beforePaidLookup: () => assertCanPayForLookup({ ctx, input: scope }) } });
-  if (r.source === 'lookup') await chargeLookupCredits({ ctx, input: { ...scope, verdict: r.verdict } });
+  const r = await lookUpWithCredits({ ctx, input: { accountId: input.accountId, operation: 'ip-to-company', ip: input.ip } });
   const v = r.verdict;
   return {
     ip: v.ip,
