@@ -207,7 +207,9 @@ describe('failed attempts and retries', () => {
     // Emit without dispatching, then play a sender that claims (a 2.5 s lease, so the test need not
     // wait a minute), sends and dies before recording.
     await env.db`select sl_emit(${p.account_id}, null, 'child.updated', '{"probe": 1}'::jsonb)`;
-    const now = new Date();
+    // One millisecond ahead: the event's due time has microseconds and a Date truncates to the
+    // millisecond, so "now" read within the same millisecond as the emit could be before it.
+    const now = new Date(Date.now() + 1);
     const LEASE_MS = 2_500;
     const claimed = await env.db<{ event_id: string; body: string; url: string }>`
       select * from sl_claim_deliveries(gen_random_uuid(), ${now.toISOString()}::timestamptz, 10, ${p.account_id}::uuid, true, 5, ${LEASE_MS})`;
