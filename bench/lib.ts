@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import { parentPort, Worker, workerData } from 'node:worker_threads';
 import { serve } from '@hono/node-server';
 import autocannon from 'autocannon';
 import { buildHost } from '../packages/host/src/build.ts';
@@ -174,7 +175,15 @@ export const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
  * the server and no load generator in its process. On the embedded database, which a second
  * process cannot share, the app is served from this process instead.
  */
-export async function serveForBench(env: TestEnv, opts: { pool: number; ipData: boolean }): Promise<Listening & { where: string }> {
+export async function serveForBench(
+  env: TestEnv,
+  opts: {
+    pool: number;
+    ipData: boolean;
+    /** Extra server environment (e.g. TRUSTED_PROXIES); Postgres only. */
+    env?: Record<string, string>;
+  },
+): Promise<Listening & { where: string }> {
   if (!env.url) {
     env.app.get('/bench/bare', (c) => c.json({ success: true }));
     return { ...(await listen(env.app)), where: 'this process (tsx), embedded PGlite' };
@@ -189,6 +198,7 @@ export async function serveForBench(env: TestEnv, opts: { pool: number; ipData: 
     DEMO_PARTNER: '0',
     PORT: '0',
     HOST: '127.0.0.1',
+    ...opts.env,
   });
   const server = await startHost(serverEnv, 60_000, { entry: 'packages/host/dist/bench-server.mjs' });
   return {
@@ -198,4 +208,153 @@ export async function serveForBench(env: TestEnv, opts: { pool: number; ipData: 
       await server.stop();
     },
   };
+}
+
+/** One request of a counted load: requests are sent in turn, cycling through the list. */
+export interface CountedRequest {
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface CountedLoad {
+  name: string;
+  /** `http://127.0.0.1:port`. */
+  origin: string;
+  method: 'GET' | 'POST';
+  requests: CountedRequest[];
+  /** Keep-alive connections, each with one request in flight at a time (a closed loop). */
+  connections: number;
+  seconds: number;
+}
+
+export interface CountedResult {
+  name: string;
+  /** From the first request sent to the last response received. */
+  seconds: number;
+  /** Responses received, every one of them: none is left in flight when the run ends. */
+  completed: number;
+  /** Responses by status code. */
+  statuses: Record<string, number>;
+  /** Requests that got no response (connection errors, timeouts); the first one's message. */
+  errors: number;
+  firstError?: string;
+  /** Milliseconds, to 0.01 ms, over every response. */
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+  /** Response bytes received, all responses. */
+  bytes: number;
+}
+
+/**
+ * A closed-loop load with exact counts, on a worker thread (like `drive`, so the load generator
+ * does not share the bench's event loop). Unlike autocannon, which stops at the deadline with
+ * requests still in flight and never learns how they ended, this stops *sending* at the deadline
+ * and waits for every response, so the counts are exact: what a bench compares with rows in the
+ * database must be every response the server gave, not most of them.
+ */
+export function driveCounted(load: CountedLoad): Promise<CountedResult> {
+  // The worker runs this module's `countedLoadWorker` through tsx, registered in the worker
+  // (Node 20 does not hand a parent's loader hooks to worker threads).
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(import.meta.url)}); }).then((lib) => lib.countedLoadWorker())`;
+  const worker = new Worker(code, { eval: true, workerData: load });
+  return new Promise((resolve, reject) => {
+    worker.once('message', (r: CountedResult) => resolve(r));
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`load worker exited with ${code}`));
+    });
+  });
+}
+
+/** The worker side of `driveCounted`; only ever called on its worker thread. */
+export async function countedLoadWorker(): Promise<void> {
+  const { Client } = await import('undici');
+  const load = workerData as CountedLoad;
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let errors = 0;
+  let firstError: string | undefined;
+  let bytes = 0;
+  let next = 0;
+  const clients = Array.from({ length: load.connections }, () => new Client(load.origin, { keepAliveTimeout: 60_000, pipelining: 1 }));
+  const start = performance.now();
+  const deadline = start + load.seconds * 1000;
+  let last = start;
+  const lane = async (client: InstanceType<typeof Client>) => {
+    while (performance.now() < deadline) {
+      const r = load.requests[next++ % load.requests.length] as CountedRequest;
+      const t0 = performance.now();
+      try {
+        const res = await client.request({ path: r.path, method: load.method, headers: r.headers ?? {}, body: r.body ?? null });
+        bytes += (await res.body.arrayBuffer()).byteLength;
+        last = performance.now();
+        latencies.push(last - t0);
+        const code = String(res.statusCode);
+        statuses[code] = (statuses[code] ?? 0) + 1;
+      } catch (err) {
+        errors++;
+        firstError ??= err instanceof Error ? err.message : String(err);
+      }
+    }
+  };
+  await Promise.all(clients.map(lane));
+  await Promise.all(clients.map((c) => c.close()));
+  const sorted = Float64Array.from(latencies).sort();
+  const at = (q: number) => (sorted.length ? (sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0) : 0);
+  const round = (ms: number) => Math.round(ms * 100) / 100;
+  const result: CountedResult = {
+    name: load.name,
+    seconds: (last - start) / 1000,
+    completed: latencies.length,
+    statuses,
+    errors,
+    ...(firstError ? { firstError } : {}),
+    p50: round(at(0.5)),
+    p90: round(at(0.9)),
+    p99: round(at(0.99)),
+    max: round(at(1)),
+    mean: round(latencies.reduce((a, b) => a + b, 0) / (latencies.length || 1)),
+    bytes,
+  };
+  parentPort?.postMessage(result);
+}
+
+/** Responses per second over the run. */
+export const countedRate = (r: CountedResult) => (r.seconds > 0 ? r.completed / r.seconds : 0);
+
+/** Anything but the expected status, as a sentence; undefined when every response had it. */
+export function countedFailures(r: CountedResult, expected: number): string | undefined {
+  const others = Object.entries(r.statuses).filter(([code]) => code !== String(expected));
+  const problems: string[] = [];
+  if (others.length) problems.push(`${others.reduce((n, [, c]) => n + c, 0)} not ${expected} (${others.map(([c, n]) => `${c}×${n}`).join(', ')})`);
+  if (r.errors) problems.push(`${r.errors} without a response (first: ${r.firstError ?? '?'})`);
+  if (!r.completed) problems.push('no completed requests');
+  return problems.length ? problems.join('; ') : undefined;
+}
+
+/** Results of counted loads as table rows (req/s, latencies to 0.01 ms). */
+export function countedTable(results: CountedResult[]): string {
+  return formatTable(
+    ['target', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'responses', 'statuses', 'errors'],
+    [
+      results.map((r) => [
+        r.name,
+        countedRate(r).toFixed(0),
+        r.p50.toFixed(2),
+        r.p90.toFixed(2),
+        r.p99.toFixed(2),
+        r.max.toFixed(2),
+        String(r.completed),
+        Object.entries(r.statuses)
+          .map(([c, n]) => `${c}×${n}`)
+          .join(' '),
+        String(r.errors),
+      ]),
+    ],
+  );
 }

@@ -8,6 +8,8 @@ const benches: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   webhooks: () => import('./webhooks.ts'),
   ip: () => import('./ip.ts'),
   caches: () => import('./caches.ts'),
+  collect: () => import('./collect.ts'),
+  visitors: () => import('./visitors.ts'),
 };
 
 async function main() {

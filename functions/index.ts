@@ -1,7 +1,9 @@
 import type { FunctionDefinition } from '@sightline/core';
 import { collect } from './collect/route.ts';
+import { identificationList } from './identification-list/route.ts';
 import { ipToBestFit } from './ip-to-best-fit/route.ts';
 import { ipToCompany } from './ip-to-company/route.ts';
+import { listVisitorsFunction } from './list-visitors/route.ts';
 import { partnerAdoptExistingKey } from './partner-adopt-existing-key/route.ts';
 import { partnerCreateChildKey } from './partner-create-child-key/route.ts';
 import { partnerListChildren } from './partner-list-children/route.ts';
@@ -16,6 +18,7 @@ import { partnerUpdateChild } from './partner-update-child/route.ts';
 import { sweepPeriodRollover } from './sweep-period-rollover/route.ts';
 import { sweepTrackerEvents } from './sweep-tracker-events/route.ts';
 import { sweepWebhookDeliveriesFunction } from './sweep-webhook-deliveries/route.ts';
+import { t } from './t/route.ts';
 
 /**
  * Every function this build serves: the documented endpoints, then the scheduled sweeps (which the
@@ -36,7 +39,10 @@ export const allFunctions: FunctionDefinition[] = [
   partnerReplayEvent,
   ipToCompany,
   ipToBestFit,
+  listVisitorsFunction,
+  identificationList,
   collect,
+  t,
   sweepPeriodRollover,
   sweepWebhookDeliveriesFunction,
   sweepTrackerEvents,

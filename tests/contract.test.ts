@@ -17,6 +17,8 @@ const SWEEP_SECRET = 'a-sweep-secret-of-at-least-thirty-two-characters';
 
 /** The rate limiter of this suite: generous for everyone but one partner, which it always refuses. */
 let refusedKeyId = '';
+/** Every path the OpenAPI document lists. */
+let documentedPaths: string[] = [];
 const limiter: RateLimiter = {
   async hit(key) {
     const refused = key === refusedKeyId;
@@ -43,6 +45,7 @@ beforeAll(async () => {
   const limited = await seedPartner(env.deps, { name: 'Rate limited', quota: 10 });
   keys.limited = limited.key;
   refusedKeyId = limited.api_key_id;
+  documentedPaths = Object.keys(createHostApp(env.deps).getOpenAPI31Document({ openapi: '3.1.0', info: { title: 't', version: '1' } }).paths ?? {});
 });
 afterAll(() => env.close());
 
@@ -56,10 +59,18 @@ const wrongMethod = (m: 'GET' | 'POST') => (m === 'GET' ? 'POST' : 'GET');
 const usesKey = (def: FunctionDefinition) => def.policy.security.some((s) => 'AccessKey' in s);
 const isPartner = (def: FunctionDefinition) => [policies.partnerAction, policies.partnerRead, policies.partnerPoolRead].includes(def.policy);
 const readsJson = (def: FunctionDefinition) => (def.body ?? (def.method === 'POST' ? 'json' : 'none')) !== 'none';
+/** A function's path in the document: its mount and name, and below it any path parameter its route has (`/t/{file}`). */
+function documentedPath(def: FunctionDefinition): string {
+  const base = def.mount === 'functions' ? `/functions/v1/${def.name}` : `/${def.name}`;
+  return documentedPaths.find((p) => p === base || p.startsWith(`${base}/`)) ?? base;
+}
+/** The path a test calls a function at: its documented path, each path parameter filled with `fill`. */
+const addressOf = (def: FunctionDefinition, fill = 'probe') => documentedPath(def).replace(/\{[^}]+\}/g, encodeURIComponent(fill));
 
 describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) => {
   const body = def.method === 'POST' ? {} : undefined;
-  const send = (key: string | undefined, extra: Parameters<typeof call>[2] = {}) => call(env, name, { key, method: def.method, body, ...extra });
+  const send = (key: string | undefined, extra: Parameters<typeof call>[2] = {}) =>
+    call(env, addressOf(def), { key, method: def.method, body, ...extra });
 
   if (usesKey(def)) {
     it('answers 401 without x-access-key', async () => {
@@ -127,12 +138,12 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
   }
 
   it(`answers 405 with Allow for the wrong method, before authentication`, async () => {
-    const res = await call(env, name, { method: wrongMethod(def.method) });
+    const res = await call(env, addressOf(def), { method: wrongMethod(def.method) });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toContain(def.method);
     expectEnvelope(res.body);
     for (const m of ['PUT', 'DELETE', 'PATCH']) {
-      expect((await call(env, name, { method: m, key: keys.partner })).status).toBe(405);
+      expect((await call(env, addressOf(def), { method: m, key: keys.partner })).status).toBe(405);
     }
   });
 
@@ -157,7 +168,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
 
     it('answers 400 for a body that is not UTF-8', async () => {
       const bytes = Uint8Array.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]); // {"a":"\xc3("}
-      const res = await env.app.request(fn(name), {
+      const res = await env.app.request(`http://localhost${addressOf(def)}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-access-key': keys.partner as string },
         body: bytes,
@@ -192,23 +203,23 @@ const credentialFor = (def: FunctionDefinition, key: string | undefined): Record
   usesKey(def) && key ? { 'x-access-key': key } : {};
 
 const triggers: Record<string, Trigger> = {
-  // Malformed JSON for a body; a query value Postgres cannot store for a route that reads a query.
+  // Malformed JSON for a body; a query value or path parameter Postgres cannot store for a route that reads one.
   '400': (def) =>
     readsJson(def)
-      ? call(env, def.name, {
+      ? call(env, addressOf(def), {
           method: def.method,
           rawBody: '{',
           headers: { 'content-type': 'application/json', ...credentialFor(def, keys.partner) },
         })
-      : call(env, def.name, { method: def.method, query: { probe: '\u0000' }, headers: credentialFor(def, keys.partner) }),
-  '401': (def) => call(env, def.name, { method: def.method, body: def.method === 'POST' ? {} : undefined }),
-  '402': (def) => call(env, def.name, { method: def.method, key: keys.emptyPool, body: def.method === 'POST' ? {} : undefined }),
-  '403': (def) => call(env, def.name, { method: def.method, key: keys.partnerNonMaster, body: def.method === 'POST' ? {} : undefined }),
-  '405': (def) => call(env, def.name, { method: wrongMethod(def.method) }),
+      : call(env, addressOf(def, '\u0000'), { method: def.method, query: { probe: '\u0000' }, headers: credentialFor(def, keys.partner) }),
+  '401': (def) => call(env, addressOf(def), { method: def.method, body: def.method === 'POST' ? {} : undefined }),
+  '402': (def) => call(env, addressOf(def), { method: def.method, key: keys.emptyPool, body: def.method === 'POST' ? {} : undefined }),
+  '403': (def) => call(env, addressOf(def), { method: def.method, key: keys.partnerNonMaster, body: def.method === 'POST' ? {} : undefined }),
+  '405': (def) => call(env, addressOf(def), { method: wrongMethod(def.method) }),
   '408': async (def) => {
     const app = createHostApp(env.deps, { bodyTimeoutMs: 200 });
     const stalled = new ReadableStream<Uint8Array>({ start: (c) => c.enqueue(new TextEncoder().encode('{"a":')) });
-    const res = await app.request(fn(def.name), {
+    const res = await app.request(`http://localhost${addressOf(def)}`, {
       method: def.method,
       headers: { 'content-type': 'application/json', ...credentialFor(def, keys.partner) },
       body: stalled,
@@ -217,18 +228,28 @@ const triggers: Record<string, Trigger> = {
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   },
   '413': (def) =>
-    call(env, def.name, {
+    call(env, addressOf(def), {
       method: def.method,
       rawBody: JSON.stringify({ pad: 'x'.repeat(70_000) }),
       headers: { 'content-type': 'application/json' },
     }),
-  '429': (def) => call(env, def.name, { method: def.method, key: keys.limited, body: def.method === 'POST' ? {} : undefined }),
+  '429': (def) => call(env, addressOf(def), { method: def.method, key: keys.limited, body: def.method === 'POST' ? {} : undefined }),
   // An unexpected failure: the database is gone mid-request (after authentication, where there is one).
   '500': async (def) => {
     const failing = new Proxy(env.db, {
       apply: () => Promise.reject(new Error('connection terminated unexpectedly')),
     }) as Database;
-    const deps = { ...env.deps, db: failing, authCache: undefined, sweepSecret: SWEEP_SECRET };
+    // The tracker script reads no database: it fails at the one dependency it does read, the visitor's address.
+    const noAddress = () => {
+      throw new Error('socket gone');
+    };
+    const deps = {
+      ...env.deps,
+      db: failing,
+      authCache: undefined,
+      sweepSecret: SWEEP_SECRET,
+      ...(def.name === 't' ? { remoteAddressOf: noAddress } : {}),
+    };
     const app = createHostApp(deps);
     const headers: Record<string, string> = { ...credentialFor(def, keys.partner) };
     if (def.policy === policies.sweep) headers.authorization = `Bearer ${SWEEP_SECRET}`;
@@ -240,7 +261,9 @@ const triggers: Record<string, Trigger> = {
     const init: RequestInit = readsJson(def)
       ? { method: def.method, headers: { ...headers, 'content-type': 'application/json' }, body }
       : { method: def.method, headers };
-    const res = await app.request(fn(def.name), init, { incoming: { socket: { remoteAddress: '203.0.113.9' } } });
+    const res = await app.request(`http://localhost${addressOf(def, 'tracker.js')}`, init, {
+      incoming: { socket: { remoteAddress: '203.0.113.9' } },
+    });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   },
 };
@@ -249,7 +272,7 @@ describe('every status a function’s policy and body guard document happens at 
   it.each(allFunctions.map((f) => [f.name, f] as const))('%s', async (_name, def) => {
     const app = createHostApp(env.deps);
     const doc = app.getOpenAPI31Document({ openapi: '3.1.0', info: { title: 't', version: '1' } });
-    const op = doc.paths?.[`/functions/v1/${def.name}`]?.[def.method === 'GET' ? 'get' : 'post'];
+    const op = doc.paths?.[documentedPath(def)]?.[def.method === 'GET' ? 'get' : 'post'];
     const validates = Boolean(op?.requestBody || op?.parameters?.length);
     const statuses = Object.keys(guardedErrors(def, validates));
     // The document lists each of them, and the runtime answers each, in the envelope.

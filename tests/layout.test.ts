@@ -32,8 +32,10 @@ describe('deployment layout', () => {
   it('the OpenAPI document covers every function', async () => {
     const doc = JSON.parse(await generateOpenApi()) as { paths: Record<string, Record<string, unknown>> };
     for (const f of allFunctions) {
-      const p = f.mount === 'functions' ? `/functions/v1/${f.name}` : `/${f.name}`;
-      expect(Object.keys(doc.paths[p] ?? {})).toContain(f.method.toLowerCase());
+      const base = f.mount === 'functions' ? `/functions/v1/${f.name}` : `/${f.name}`;
+      // A root function's route may fill the segment below it with a parameter (/t/{file}).
+      const methods = Object.entries(doc.paths).flatMap(([p, ops]) => (p === base || p.startsWith(`${base}/`) ? Object.keys(ops) : []));
+      expect(methods).toContain(f.method.toLowerCase());
     }
   });
 });

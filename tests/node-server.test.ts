@@ -94,6 +94,10 @@ describe('requests Node refuses before the app runs', () => {
     expect(a.headers.allow).toBe('GET, HEAD');
     const post = await raw(`FROB ${CREATE} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
     expect(post.headers.allow).toBe('POST');
+    // A root function with a path parameter: the tracker script, with CORS (so OPTIONS too).
+    const script = await raw('FROB /t/tracker.js HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    expectEnvelope(script, 405, /method/);
+    expect(script.headers.allow).toBe('GET, HEAD, OPTIONS');
   });
 
   it('headers over 16 KiB are a 431 in the envelope', async () => {

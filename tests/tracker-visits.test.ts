@@ -92,12 +92,17 @@ describe('visits', () => {
     expect(await visitor('203.0.113.24')).toBeUndefined();
   });
 
-  it('leaves the events waiting for identification: aggregation keeps its own state', async () => {
+  it('hands the address to identification: one pending identification per address, website and period', async () => {
     await beacon(page('/z', 'ident'), '203.0.113.27');
+    await beacon(page('/z2', 'ident'), '203.0.113.27');
     await aggregateTrackerEvents({ ctx: env.deps, input: {} });
-    const [e] = await env.db<{ identify_status: string; aggregated: boolean }>`
+    await beacon(page('/z3', 'ident-2'), '203.0.113.27');
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    const events = await env.db<{ identify_status: string; aggregated: boolean }>`
       select identify_status, aggregated_at is not null as aggregated from tracker_events where ip = '203.0.113.27'::inet`;
-    expect(e).toEqual({ identify_status: 'pending', aggregated: true });
+    expect(events).toEqual(Array(3).fill({ identify_status: 'done', aggregated: true }));
+    const queued = await env.db<{ status: string }>`select status from identifications where ip = '203.0.113.27'::inet`;
+    expect(queued).toEqual([{ status: 'pending' }]);
   });
 
   it('applies each event once, however often the worker runs', async () => {

@@ -13,6 +13,8 @@ export function sweepFunction<T extends z.ZodRawShape>(opts: {
   /** The verb's report, and its name in the document. */
   result: z.ZodObject<T>;
   resultName: string;
+  /** The sweep identifies IPs (the Supabase function then ships the local IP data). */
+  usesIpData?: boolean;
   run(deps: CoreDeps): Promise<z.infer<z.ZodObject<T>>>;
 }): FunctionDefinition {
   const answer = z.object({ success: z.literal(true), sweep: z.literal(opts.sweep), result: opts.result }).openapi(opts.resultName);
@@ -29,6 +31,7 @@ export function sweepFunction<T extends z.ZodRawShape>(opts: {
     method: 'POST',
     body: 'none',
     policy: policies.sweep,
+    usesIpData: opts.usesIpData === true,
     register(app) {
       openapi(app, route, async (c) => {
         const deps = c.get('deps');

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { CollectEventInput, collectEvent, type FunctionDefinition, jsonAnswer, openapi, policies } from '@sightline/core';
+import { CollectEventInput, collectEvent, type FunctionDefinition, jsonAnswer, kickTrackerQueue, openapi, policies } from '@sightline/core';
 import { jsonBody } from '../_shared/schemas.ts';
 
 export const route = createRoute({
@@ -18,11 +18,15 @@ export const collect: FunctionDefinition = {
   method: 'POST',
   body: 'text-json',
   policy: policies.publicTracker,
+  // The worker each stored beacon starts (in EdgeRuntime.waitUntil on Supabase) identifies visitors.
+  usesIpData: true,
   register(app) {
     openapi(app, route, async (c) => {
       const caller = c.get('caller');
       const ip = caller.kind === 'visitor' ? caller.ip : null;
-      await collectEvent({ ctx: c.get('deps'), input: { ...c.req.valid('json'), ip, userAgent: c.req.header('user-agent') } });
+      const deps = c.get('deps');
+      const { stored } = await collectEvent({ ctx: deps, input: { ...c.req.valid('json'), ip, userAgent: c.req.header('user-agent') } });
+      if (stored) kickTrackerQueue(deps);
       return c.json({ success: true as const }, 202);
     });
   },

@@ -37,7 +37,10 @@ export const ipToBestFit: FunctionDefinition = {
       c.json(
         {
           success: true as const,
-          ...(await findBestFit({ ctx: c.get('deps'), input: { ...c.req.valid('json'), accountId: callerKey(c).accountId } })),
+          ...(await findBestFit({
+            ctx: c.get('deps'),
+            input: { ...c.req.valid('json'), accountId: callerKey(c).accountId, apiKeyId: callerKey(c).apiKeyId },
+          })),
         },
         200,
       ),

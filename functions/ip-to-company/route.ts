@@ -32,7 +32,13 @@ export const ipToCompany: FunctionDefinition = {
   usesIpData: true,
   register(app) {
     openapi(app, route, async (c) =>
-      c.json(await identifyCompany({ ctx: c.get('deps'), input: { ...c.req.valid('json'), accountId: callerKey(c).accountId } }), 200),
+      c.json(
+        await identifyCompany({
+          ctx: c.get('deps'),
+          input: { ...c.req.valid('json'), accountId: callerKey(c).accountId, apiKeyId: callerKey(c).apiKeyId },
+        }),
+        200,
+      ),
     );
   },
 };

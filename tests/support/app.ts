@@ -31,6 +31,8 @@ export interface TestEnvOptions {
   log?: Logger;
   /** TRUSTED_PROXIES, as CIDRs. */
   trustedProxies?: string[];
+  /** Start the tracker worker after each beacon, as production does; off so tests step it by hand. */
+  trackerKick?: boolean;
 }
 
 export interface TestEnv extends TestDatabase {
@@ -63,6 +65,7 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     payments: opts.payments,
     webhookTimeoutMs: opts.webhookTimeoutMs,
     remoteAddressOf: nodeRemoteAddress,
+    trackerKick: opts.trackerKick ?? false,
     ...(opts.trustedProxies ? { trustedProxies: trustedProxies(opts.trustedProxies) } : {}),
     ...(opts.ip ? { ip: await opts.ip(tdb.db) } : {}),
     ...(auth ? { authCache: auth.cache } : {}),
@@ -92,13 +95,16 @@ export const fn = (name: string) => `http://localhost/functions/v1/${name}`;
 
 export type Json = Record<string, unknown>;
 
-/** In-process request helper: JSON in, `{ status, body, headers }` out. */
+/**
+ * In-process request helper: JSON in, `{ status, body, headers }` out. `name` is a function's name
+ * (under /functions/v1), or a path from the root for a root function (`/t/tracker.js`).
+ */
 export async function call(
   env: TestEnv,
   name: string,
   opts: { key?: string; method?: string; body?: unknown; rawBody?: string; query?: Record<string, string>; headers?: Record<string, string> } = {},
 ) {
-  const url = new URL(fn(name));
+  const url = new URL(name.startsWith('/') ? `http://localhost${name}` : fn(name));
   for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.key !== undefined) headers['x-access-key'] = opts.key;

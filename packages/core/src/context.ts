@@ -45,6 +45,8 @@ export interface CoreDeps {
   remoteAddressOf?: (env: unknown) => string | undefined;
   /** Proxies whose X-Forwarded-For is believed (`TRUSTED_PROXIES`). */
   trustedProxies: TrustedProxies;
+  /** Whether a stored beacon starts the tracker worker at once (tracker/work-tracker-queue.ts). */
+  trackerKick: boolean;
 }
 
 /** An API key record as authentication found it (and the auth cache keeps it, frozen). */

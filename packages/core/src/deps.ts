@@ -28,6 +28,8 @@ export interface CoreDepsParts {
   remoteAddressOf?: (env: unknown) => string | undefined;
   /** Defaults to none: the socket's peer is the visitor. */
   trustedProxies?: TrustedProxies;
+  /** Defaults to on: each stored beacon starts the tracker worker (tests that step it by hand turn it off). */
+  trackerKick?: boolean;
 }
 
 /** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
@@ -48,6 +50,7 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     ...(parts.sweepSecret ? { sweepSecret: parts.sweepSecret } : {}),
     ...(parts.remoteAddressOf ? { remoteAddressOf: parts.remoteAddressOf } : {}),
     trustedProxies: parts.trustedProxies ?? trustedProxies([]),
+    trackerKick: parts.trackerKick ?? true,
     runner,
   };
 }

@@ -42,3 +42,19 @@ export const IpAddress = z
     return parsed.version === 4 ? bare : bare.toLowerCase();
   })
   .openapi({ type: 'string', description: 'IPv4 or IPv6 address', example: '17.253.144.10' });
+
+/** A page size in a query: 1 to 500 (each listing adds its default, or leaves it optional). */
+export const PageLimit = z.coerce
+  .number(whenGiven('must be a number'))
+  .int('must be a whole number')
+  .min(1, 'must be between 1 and 500')
+  .max(500, 'must be between 1 and 500')
+  .openapi({ type: 'integer' });
+
+/** Rows to skip in a query. */
+export const PageOffset = z.coerce
+  .number(whenGiven('must be a number'))
+  .int('must be a whole number')
+  .min(0, 'must be 0 or more')
+  .max(10_000_000, 'must be at most 10000000')
+  .openapi({ type: 'integer' });

@@ -43,7 +43,10 @@ function wrap(pg: PgliteLike, root: boolean): Sql & { exec(script: string): Prom
  */
 export async function openPglite(dataDir: string | undefined): Promise<Database> {
   const { PGlite } = await import('@electric-sql/pglite');
-  const pg = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  // pg_trgm backs list-visitors' free-text search (migration 0011), as it does on a real server.
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  const options = { extensions: { pg_trgm } };
+  const pg = dataDir ? await PGlite.create(dataDir, options) : await PGlite.create(options);
   const sql = wrap(pg, true);
   return Object.assign(sql, {
     kind: 'pglite' as const,

@@ -1,13 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import {
-  AppError,
-  aggregateTrackerEvents,
-  createPartner,
-  isEmptyDatabase,
-  parseEnv,
-  rollOverDuePeriods,
-  sweepWebhookDeliveries,
-} from '@sightline/core';
+import { AppError, createPartner, isEmptyDatabase, parseEnv, rollOverDuePeriods, sweepWebhookDeliveries, workTrackerQueue } from '@sightline/core';
 import { buildHostDeps } from './deps.ts';
 import { createNodeServer } from './node-server.ts';
 import { runOperatorCommand } from './operator-commands.ts';
@@ -74,8 +66,8 @@ async function main() {
     [
       { name: 'period-rollover', everyMs: env.ROLLOVER_INTERVAL_SECONDS * 1000, run: () => rollOverDuePeriods({ ctx: deps, input: {} }) },
       { name: 'webhook-deliveries', everyMs: 60_000, run: () => sweepWebhookDeliveries({ ctx: deps, input: {} }) },
-      // Visits appear within seconds of the beacon; collect itself only appends.
-      { name: 'tracker-events', everyMs: 5_000, run: () => aggregateTrackerEvents({ ctx: deps, input: {} }) },
+      // Collect kicks the worker after each beacon; this catches what a dead run left behind.
+      { name: 'tracker-events', everyMs: 5_000, run: () => workTrackerQueue({ ctx: deps, input: {} }) },
     ],
     deps.log,
   );

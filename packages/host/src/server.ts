@@ -35,7 +35,11 @@ export function createHostApp(deps: CoreDeps, opts: { bodyTimeoutMs?: number } =
 
 /** The methods a path of this host answers to (the Allow header of a 405), if it is a function's. */
 export function allowedMethodsAt(pathname: string): string | undefined {
-  const def = allFunctions.find((f) => pathname === `${f.mount === 'functions' ? FUNCTIONS_PREFIX : ''}/${f.name}`);
+  const def = allFunctions.find((f) => {
+    const base = `${f.mount === 'functions' ? FUNCTIONS_PREFIX : ''}/${f.name}`;
+    // A root function owns the segment below its name too (`/t/<file>`).
+    return pathname === base || (f.mount === 'root' && pathname.startsWith(`${base}/`));
+  });
   if (!def) return undefined;
   return allowedMethods(def.method, def.policy.cors).join(', ');
 }

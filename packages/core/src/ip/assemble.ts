@@ -5,6 +5,7 @@ import type { SharedRedis } from '../redis.ts';
 import { consensus } from './consensus.ts';
 import { createPeopleDataLabsEnrichment } from './enrichment.ts';
 import type { AsnBase } from './local-data.ts';
+import { createPeopleDataLabsPersonMatcher } from './person-match.ts';
 import { createIpapiIsProvider } from './providers/ipapi-is.ts';
 import { createIpinfoProvider } from './providers/ipinfo.ts';
 import { queryProviders } from './providers/run.ts';
@@ -12,7 +13,7 @@ import { createSnitcherProvider } from './providers/snitcher.ts';
 import { createRecentResults } from './recent-results.ts';
 import type { IpDeps } from './resolve-ip.ts';
 import { createIpStore, type IpStore, type IpStoreOptions } from './store.ts';
-import type { EnrichmentProvider, IpProvider } from './types.ts';
+import type { EnrichmentProvider, IpProvider, PersonMatcher } from './types.ts';
 
 /**
  * Where the shipped data comes from: the npm packages' files and the range lists in
@@ -28,7 +29,7 @@ export interface IpDataSources {
 export async function buildIpDeps(
   db: Database,
   log: Logger,
-  rest: Pick<IpDeps, 'providers' | 'providerTimeoutMs' | 'decide' | 'query' | 'enrichment' | 'recentResults' | 'sharedResults'>,
+  rest: Pick<IpDeps, 'providers' | 'providerTimeoutMs' | 'decide' | 'query' | 'enrichment' | 'personMatch' | 'recentResults' | 'sharedResults'>,
   sources: IpDataSources,
   opts: IpStoreOptions = {},
 ): Promise<IpDeps & { store: IpStore }> {
@@ -52,13 +53,24 @@ export async function buildIpDeps(
   };
 }
 
-/** The paid providers enabled by their keys, and the enrichment provider, from configuration. */
-export function providersFor(env: Env): { providers: IpProvider[]; enrichment: EnrichmentProvider | null } {
+/**
+ * The paid providers enabled by their keys, the enrichment provider and the person matcher (both People
+ * Data Labs, enabled by its key), from configuration.
+ */
+export function providersFor(env: Env): {
+  providers: IpProvider[];
+  enrichment: EnrichmentProvider | null;
+  personMatch: PersonMatcher | null;
+} {
   const providers: IpProvider[] = [];
   if (env.IPINFO_TOKEN) providers.push(createIpinfoProvider({ apiKey: env.IPINFO_TOKEN }));
   if (env.IPAPI_IS_KEY) providers.push(createIpapiIsProvider({ apiKey: env.IPAPI_IS_KEY }));
   if (env.SNITCHER_API_KEY) providers.push(createSnitcherProvider({ apiKey: env.SNITCHER_API_KEY }));
-  return { providers, enrichment: env.PDL_API_KEY ? createPeopleDataLabsEnrichment({ apiKey: env.PDL_API_KEY }) : null };
+  return {
+    providers,
+    enrichment: env.PDL_API_KEY ? createPeopleDataLabsEnrichment({ apiKey: env.PDL_API_KEY }) : null,
+    personMatch: env.PDL_API_KEY ? createPeopleDataLabsPersonMatcher({ apiKey: env.PDL_API_KEY }) : null,
+  };
 }
 
 /**
@@ -84,13 +96,14 @@ export async function ipDepsFor(
   sources: IpDataSources,
   opts: IpStoreOptions = {},
 ): Promise<IpDeps & { store: IpStore }> {
-  const { providers, enrichment } = providersFor(env);
+  const { providers, enrichment, personMatch } = providersFor(env);
   return buildIpDeps(
     db,
     log,
     {
       providers,
       enrichment,
+      personMatch,
       providerTimeoutMs: env.PROVIDER_TIMEOUT_MS,
       decide: (answers) => consensus(answers, { weights: env.PROVIDER_WEIGHTS }),
       query: queryProviders,

@@ -1,9 +1,10 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, sqlCall } from '../errors.ts';
+import { recordApiLookup } from './record-api-lookup.ts';
 import {
   COST,
+  type CreditOperation,
   FREE_TYPES,
-  type IpOperation,
   lookupCacheKey,
   type Resolution,
   type ResolveIpInput,
@@ -17,7 +18,7 @@ import {
 const CACHE_TTL_SECONDS = 7 * 24 * 3600;
 
 /** Credits a lookup costs once its verdict is known. */
-function costOf(operation: IpOperation, v: Verdict): number {
+function costOf(operation: CreditOperation, v: Verdict): number {
   if (FREE_TYPES.has(v.traffic_type)) return 0;
   if (operation === 'ip-to-company') return v.identified && v.traffic_type === 'business' ? COST[operation] : 0;
   return COST[operation];
@@ -32,7 +33,7 @@ async function balanceOf(ctx: CoreDeps, accountId: string): Promise<number> {
  * The 402 of a lookup that needs the paid providers: refused before any provider is called when the
  * account's credits cannot cover the most the lookup may cost.
  */
-export async function assertCanPayForLookup({ ctx, input }: VerbArgs<{ accountId: string; operation: IpOperation }>): Promise<void> {
+export async function assertCanPayForLookup({ ctx, input }: VerbArgs<{ accountId: string; operation: CreditOperation }>): Promise<void> {
   const potential = COST[input.operation];
   const balance = await balanceOf(ctx, input.accountId);
   if (balance < potential) {
@@ -49,7 +50,10 @@ export async function assertCanPayForLookup({ ctx, input }: VerbArgs<{ accountId
  * price. A concurrent first lookup of the same IP may have stored its result first, and that one
  * stands until it expires (migration 0007), so this process and the shared cache copy the stored row.
  */
-export async function chargeLookupCredits({ ctx, input }: VerbArgs<{ accountId: string; operation: IpOperation; verdict: Verdict }>): Promise<void> {
+export async function chargeLookupCredits({
+  ctx,
+  input,
+}: VerbArgs<{ accountId: string; operation: CreditOperation; verdict: Verdict }>): Promise<void> {
   const { verdict } = input;
   const cost = costOf(input.operation, verdict);
   const [kept] = await sqlCall(
@@ -70,16 +74,27 @@ export async function chargeLookupCredits({ ctx, input }: VerbArgs<{ accountId: 
 /**
  * A lookup paid in credits, as ip-to-company and ip-to-best-fit make it: resolved (402 before any
  * paid provider when the account cannot pay), then, when it was a fresh lookup, charged and stored.
+ * An identified business is remembered as the key's own lookup after the answer (list-visitors).
  */
 export async function lookUpWithCredits({
   ctx,
   input,
-}: VerbArgs<{ accountId: string; operation: IpOperation; ip: string; enrich?: ResolveIpInput['enrich'] }>): Promise<Resolution> {
+}: VerbArgs<{
+  accountId: string;
+  apiKeyId: string;
+  operation: CreditOperation;
+  ip: string;
+  enrich?: ResolveIpInput['enrich'];
+}>): Promise<Resolution> {
   const scope = { accountId: input.accountId, operation: input.operation };
   const r = await resolveIp({
     ctx,
     input: { ...scope, ip: input.ip, beforePaidLookup: () => assertCanPayForLookup({ ctx, input: scope }), enrich: input.enrich },
   });
   if (r.source === 'lookup') await chargeLookupCredits({ ctx, input: { ...scope, verdict: r.verdict } });
+  if (r.source !== 'reserved' && r.verdict.identified) {
+    const verdict = r.verdict;
+    ctx.background('api-lookup', () => recordApiLookup({ ctx, input: { apiKeyId: input.apiKeyId, verdict } }));
+  }
   return r;
 }

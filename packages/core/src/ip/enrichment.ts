@@ -24,11 +24,12 @@
  * PDL's lookups do not use them. Any other non-2xx answer of either call throws with its status.
  */
 
-import { assertIpLiteral, endpoint, fetchProviderJson } from './providers/http.ts';
-import { isTrue, normaliseCompanyDomain, readObject, readString } from './providers/normalise.ts';
+import { assertIpLiteral } from './providers/http.ts';
+import { normaliseCompanyDomain, readObject, readString } from './providers/normalise.ts';
+import { linkedinUrl, type PdlClient, pdlClient, pdlIpRecord, pdlPersonSearch } from './providers/pdl.ts';
 import type { EnrichmentAnswer, EnrichmentPerson, EnrichmentProvider } from './types.ts';
 
-export const PEOPLE_DATA_LABS_BASE_URL = 'https://api.peopledatalabs.com';
+export { PEOPLE_DATA_LABS_BASE_URL } from './providers/pdl.ts';
 
 const CONFIDENCE: Record<string, number> = {
   'very high': 0.95,
@@ -49,25 +50,14 @@ export interface PeopleDataLabsOptions {
 }
 
 export function createPeopleDataLabsEnrichment(opts: PeopleDataLabsOptions): EnrichmentProvider {
-  const name = 'peopledatalabs';
-  const base = opts.baseUrl ?? PEOPLE_DATA_LABS_BASE_URL;
+  const pdl = pdlClient('peopledatalabs', opts.apiKey, opts.baseUrl);
   const maxPeople = Math.min(100, Math.max(1, Math.floor(opts.maxPeople ?? 5)));
-  const headers = { Accept: 'application/json', 'X-Api-Key': opts.apiKey };
 
   return {
-    name,
+    name: pdl.name,
     async enrich(input, signal): Promise<EnrichmentAnswer | null> {
-      assertIpLiteral(name, input.ip);
-      const ipUrl = endpoint(base, '/v5/ip/enrich');
-      ipUrl.searchParams.set('ip', input.ip);
-      ipUrl.searchParams.set('return_ip_metadata', 'true');
-      ipUrl.searchParams.set('titlecase', 'true');
-      const ipRes = await fetchProviderJson(name, ipUrl, { method: 'GET', headers, signal });
-      if (ipRes === null) return null;
-
-      const data = readObject(readObject(ipRes.body)?.data);
-      const metadata = readObject(readObject(data?.ip)?.metadata);
-      if (metadata && ['vpn', 'proxy', 'tor', 'relay', 'hosting'].some((flag) => isTrue(metadata[flag]))) return null;
+      assertIpLiteral(pdl.name, input.ip);
+      const data = await pdlIpRecord(pdl, input.ip, { titlecase: 'true' }, signal);
       const company = readObject(data?.company);
       if (!company) return null;
       const domain = normaliseCompanyDomain(company.website);
@@ -76,40 +66,21 @@ export function createPeopleDataLabsEnrichment(opts: PeopleDataLabsOptions): Enr
       const label = readString(company.confidence)?.toLowerCase();
       const confidence = label !== undefined && Object.hasOwn(CONFIDENCE, label) ? (CONFIDENCE[label] ?? null) : null;
 
-      const people = domain === null ? [] : await decisionMakers(name, base, headers, domain, maxPeople, signal);
-      return { provider: name, domain, company_name: companyName, confidence, people };
+      const people = domain === null ? [] : await decisionMakers(pdl, domain, maxPeople, signal);
+      return { provider: pdl.name, domain, company_name: companyName, confidence, people };
     },
   };
 }
 
-async function decisionMakers(
-  provider: string,
-  base: string,
-  headers: Record<string, string>,
-  domain: string,
-  size: number,
-  signal: AbortSignal,
-): Promise<EnrichmentPerson[]> {
-  const res = await fetchProviderJson(provider, endpoint(base, '/v5/person/search'), {
-    method: 'POST',
-    headers: { ...headers, 'Content-Type': 'application/json' },
-    body: JSON.stringify({
-      query: {
-        bool: {
-          must: [{ term: { job_company_website: domain } }, { terms: { job_title_levels: DECISION_LEVELS } }],
-        },
-      },
-      size,
-      titlecase: true,
-    }),
+async function decisionMakers(pdl: PdlClient, domain: string, size: number, signal: AbortSignal): Promise<EnrichmentPerson[]> {
+  const records = await pdlPersonSearch(
+    pdl,
+    [{ term: { job_company_website: domain } }, { terms: { job_title_levels: DECISION_LEVELS } }],
+    size,
     signal,
-  });
-  if (res === null) return [];
-  const records = readObject(res.body)?.data;
-  if (!Array.isArray(records)) return [];
-
+  );
   const ranked: { person: EnrichmentPerson; rank: number }[] = [];
-  for (const raw of records as unknown[]) {
+  for (const raw of records) {
     const record = readObject(raw);
     const fullName = readString(record?.full_name);
     if (!record || fullName === null) continue;
@@ -122,16 +93,4 @@ async function decisionMakers(
   }
   // Array.prototype.sort is stable: equal seniority keeps PDL's own order.
   return ranked.sort((a, b) => a.rank - b.rank).map((r) => r.person);
-}
-
-function linkedinUrl(raw: unknown): string | null {
-  const value = readString(raw);
-  if (value === null) return null;
-  const url = /^https?:\/\//i.test(value) ? value : `https://${value}`;
-  try {
-    const parsed = new URL(url);
-    return /(^|\.)linkedin\.com$/i.test(parsed.hostname) ? parsed.toString() : null;
-  } catch {
-    return null;
-  }
 }

@@ -36,11 +36,12 @@ export type BestFit = z.infer<typeof BestFit>;
  * credits per lookup (VPN, hosting and ISP free; a repeat within 7 days free), answered in the
  * spec's best-fit vocabulary.
  */
-export async function findBestFit({ ctx, input }: VerbArgs<FindBestFitInput & { accountId: string }>): Promise<BestFit> {
+export async function findBestFit({ ctx, input }: VerbArgs<FindBestFitInput & { accountId: string; apiKeyId: string }>): Promise<BestFit> {
   const r = await lookUpWithCredits({
     ctx,
     input: {
       accountId: input.accountId,
+      apiKeyId: input.apiKeyId,
       operation: 'ip-to-best-fit',
       ip: input.ip_address,
       enrich: { website: input.website, description: input.description },

@@ -32,8 +32,14 @@ export type IpLookupResult = z.infer<typeof IpLookupResult>;
  * hosting and ISP free; a repeat within 7 days free). 402 before any paid provider is called when
  * the account cannot pay.
  */
-export async function identifyCompany({ ctx, input }: VerbArgs<IdentifyCompanyInput & { accountId: string }>): Promise<IpLookupResult> {
-  const r = await lookUpWithCredits({ ctx, input: { accountId: input.accountId, operation: 'ip-to-company', ip: input.ip } });
+export async function identifyCompany({
+  ctx,
+  input,
+}: VerbArgs<IdentifyCompanyInput & { accountId: string; apiKeyId: string }>): Promise<IpLookupResult> {
+  const r = await lookUpWithCredits({
+    ctx,
+    input: { accountId: input.accountId, apiKeyId: input.apiKeyId, operation: 'ip-to-company', ip: input.ip },
+  });
   const v = r.verdict;
   return {
     ip: v.ip,

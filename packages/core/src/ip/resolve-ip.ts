@@ -4,7 +4,7 @@ import { forbiddenAddressClass, parseIp } from '../net/ip.ts';
 import { levelOf, unidentified } from './consensus.ts';
 import type { LocalAnswer, LocalIpData } from './local-data.ts';
 import type { RecentResults } from './recent-results.ts';
-import type { ConsensusResult, EnrichmentProvider, IpProvider, ProviderAnswer, TrafficType } from './types.ts';
+import type { ConsensusResult, EnrichmentProvider, IpProvider, PersonMatcher, ProviderAnswer, TrafficType } from './types.ts';
 
 /** What the identification waterfall needs, assembled at the entry point. */
 export interface IpDeps {
@@ -22,6 +22,8 @@ export interface IpDeps {
     opts: { timeoutMs: number },
   ): Promise<{ answers: ProviderAnswer[]; failures: { provider: string; error: string }[] }>;
   enrichment: EnrichmentProvider | null;
+  /** Names the person behind a US visitor's identified company address (tracker identifications). */
+  personMatch?: PersonMatcher | null;
   /** Writes a confirmed provider answer back as a local record and makes it visible. */
   learn(ip: string, company: { domain: string; company_name: string; confidence: number }): Promise<void>;
   /** Re-reads imported ranges and company records after an import. */
@@ -32,10 +34,15 @@ export interface IpDeps {
   sharedResults?: { get(key: string): Promise<string | null>; set(key: string, value: string, ttlSeconds: number): Promise<void> };
 }
 
-/** Whose 7-day cache a lookup reads and fills: an account's results for one operation. */
-export type IpOperation = 'ip-to-company' | 'ip-to-best-fit';
+/**
+ * Whose 7-day cache a lookup reads and fills: an account's results for one operation (`tracker`:
+ * the visitor identifications of the account's trackers, paid in IDs rather than credits).
+ */
+export type IpOperation = CreditOperation | 'tracker';
+/** The lookups paid in credits. */
+export type CreditOperation = 'ip-to-company' | 'ip-to-best-fit';
 /** Spec: ip-to-company costs 5 credits per business match; ip-to-best-fit 8 per lookup. */
-export const COST: Record<IpOperation, number> = { 'ip-to-company': 5, 'ip-to-best-fit': 8 };
+export const COST: Record<CreditOperation, number> = { 'ip-to-company': 5, 'ip-to-best-fit': 8 };
 /** VPN, hosting and ISP answers are never charged. */
 export const FREE_TYPES: ReadonlySet<TrafficType> = new Set(['vpn', 'hosting', 'isp']);
 

@@ -68,3 +68,18 @@ export interface EnrichmentProvider {
     signal: AbortSignal,
   ): Promise<EnrichmentAnswer | null>;
 }
+
+/** A named person behind an address (identification_type `individual`); made for US visitors only. */
+export interface PersonMatch {
+  provider: string;
+  linkedin_url: string;
+  name: string;
+  title: string | null;
+  company: string | null;
+}
+
+/** Matches the visitor at an identified company's address to a person, or answers null. */
+export interface PersonMatcher {
+  readonly name: string;
+  matchPerson(input: { ip: string; domain: string }, signal: AbortSignal): Promise<PersonMatch | null>;
+}

@@ -1,27 +1,14 @@
 import { z } from '@hono/zod-openapi';
 import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { QueryBoolean, Timestamp, Uuid, whenGiven } from '../schemas.ts';
+import { PageLimit, PageOffset, QueryBoolean, Timestamp, Uuid } from '../schemas.ts';
 
 export const ListChildrenInput = z.object({
   child_api_key_id: Uuid.optional().openapi({ description: 'Single-child lookup; `children` is empty if no match' }),
   include_inactive: QueryBoolean.optional().openapi({ type: 'boolean', description: 'Also return suspended and revoked children' }),
-  limit: z.coerce
-    .number(whenGiven('must be a number'))
-    .int('must be a whole number')
-    .min(1, 'must be between 1 and 500')
-    .max(500, 'must be between 1 and 500')
-    .optional()
-    .openapi({
-      type: 'integer',
-      description: 'Addition to the spec: page size, 1 to 500. Without limit and offset, every child is returned, as the spec describes',
-    }),
-  offset: z.coerce
-    .number(whenGiven('must be a number'))
-    .int('must be a whole number')
-    .min(0, 'must be 0 or more')
-    .max(1_000_000, 'must be at most 1000000')
-    .optional()
-    .openapi({ type: 'integer', description: 'Addition to the spec: children to skip, in creation order (oldest first)' }),
+  limit: PageLimit.optional().openapi({
+    description: 'Addition to the spec: page size, 1 to 500. Without limit and offset, every child is returned, as the spec describes',
+  }),
+  offset: PageOffset.optional().openapi({ description: 'Addition to the spec: children to skip, in creation order (oldest first)' }),
 });
 export type ListChildrenInput = z.infer<typeof ListChildrenInput>;
 

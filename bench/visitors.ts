@@ -1,0 +1,585 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { connectPostgres, createPartner, type KeyRecord, ListVisitorsInput, listVisitors, type Sql, type SqlValue } from '@sightline/core';
+import { FUNCTIONS_PREFIX } from '@sightline/host';
+import postgres from 'postgres';
+import { createTestEnv, type TestEnv } from '../tests/support/app.ts';
+import { createChildVia } from '../tests/support/seed.ts';
+import {
+  type CountedRequest,
+  type CountedResult,
+  countedFailures,
+  countedRate,
+  countedTable,
+  driveCounted,
+  formatTable,
+  machineLine,
+  serveForBench,
+  verdict,
+  WARMUP_SECONDS,
+} from './lib.ts';
+
+/**
+ * `npm run bench -- visitors` (real Postgres only: DATABASE_URL):
+ *
+ * One child's identified visitors, seeded in bulk with generate_series as the tracker worker leaves
+ * them (an identified identification per visitor, the visitor pointing at it) plus the key's own
+ * api_lookups rows, last_seen spread over 90 days, companies drawn from 2,000 distinct names and
+ * domains. Then `GET /functions/v1/list-visitors?search=…&since=…` with the child's key on the
+ * production build of the host in its own process, at 8 connections (closed loop, worker thread),
+ * cycling through search terms (full names, domains, and partial names as a user types them) and
+ * `since` 30/60/90 days back. Target: p99 ≤ 50 ms at 1,000,000 visitors.
+ *
+ * Growth: BENCH_SMALL_ROWS (100,000) visitors of 200 companies are measured first, then 900,000 more
+ * of 1,800 other companies are added and the same requests measured again. The searched companies'
+ * rows are the same at both sizes, so the work a search should do is the same: an index-backed query
+ * stays about flat while the table grows tenfold; a scan grows with the table.
+ *
+ * Plan cache: each pooled connection prepares list-visitors' one statement once (postgres.js), and
+ * Postgres may switch a prepared statement to its generic plan after five executions. The bench
+ * starts a second server (a fresh pool, as after a restart), sends it the dashboard's default
+ * request (no search, the last 30 days) UNFILTERED_REQUESTS times at 8 connections, then measures
+ * the searches on it; and prints the plan-cache counters of one connection that saw both.
+ *
+ * Baseline, the same run, the same server, the same requests: the same list-visitors query with the
+ * trigram indexes dropped (identifications_search, api_lookups_search), the plain LIKE scan the
+ * trigram index exists to avoid. (The bare route /bench/bare is measured too, as the HTTP floor.)
+ *
+ * Settings: BENCH_SECONDS (15 per measured run), BENCH_ROWS (1,000,000), BENCH_SMALL_ROWS
+ * (BENCH_ROWS / 10), BENCH_POOL (10, the host's default DATABASE_POOL_MAX).
+ */
+const CONNECTIONS = 8;
+const MAX_P99_MS = 50;
+/** Requests without `search` sent through the server before the searches are measured again. */
+const UNFILTERED_REQUESTS = 64;
+const SMALL_COMPANIES = 200;
+const COMPANIES = 2000;
+/** Every searched term comes from the first SMALL_COMPANIES companies. */
+const FIRST = [
+  'Acme',
+  'Globex',
+  'Initech',
+  'Umbrella',
+  'Stark',
+  'Wayne',
+  'Hooli',
+  'Vandelay',
+  'Wonka',
+  'Soylent',
+  'Tyrell',
+  'Cyberdyne',
+  'Aperture',
+  'Nakatomi',
+  'Oscorp',
+  'Gringotts',
+  'Monarch',
+  'Pied',
+  'Dunder',
+  'Sterling',
+  'Bluth',
+  'Prestige',
+  'Krusty',
+  'Duff',
+  'Zorg',
+  'Wernham',
+  'Gekko',
+  'Veridian',
+  'Kettle',
+  'Halcyon',
+  'Northwind',
+  'Contoso',
+  'Fabrikam',
+  'Tailspin',
+  'Woodgrove',
+  'Litware',
+  'Proseware',
+  'Adventure',
+  'Alpine',
+  'Fourth',
+  'Quantum',
+  'Nimbus',
+  'Vertex',
+  'Summit',
+  'Harbor',
+  'Meridian',
+  'Beacon',
+  'Cascade',
+  'Evergreen',
+  'Ironclad',
+] as const;
+/** Distinct first three letters, so a partial term ("quantum rob") names one company. */
+const SECOND = [
+  'Systems',
+  'Labs',
+  'Holdings',
+  'Dynamics',
+  'Robotics',
+  'Analytics',
+  'Foods',
+  'Energy',
+  'Capital',
+  'Health',
+  'Software',
+  'Networks',
+  'Media',
+  'Partners',
+  'Motors',
+  'Pharma',
+  'Retail',
+  'Studios',
+  'Foundry',
+  'Aerospace',
+  'Bank',
+  'Insurance',
+  'Logistics',
+  'Textiles',
+  'Chemicals',
+  'Ventures',
+  'Group',
+  'Workshop',
+  'Outfitters',
+  'Industries',
+  'Kitchens',
+  'Gaming',
+  'Yachts',
+  'Electric',
+  'Mining',
+  'Optics',
+  'Jewelers',
+  'Quarry',
+  'Consulting',
+  'Interactive',
+] as const;
+const INDUSTRIES = ['Software', 'Manufacturing', 'Retail', 'Financial Services', 'Healthcare', 'Media', 'Energy', 'Logistics'] as const;
+
+function setting(name: string, fallback: number, min = 1): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
+  return n;
+}
+
+const companyName = (c: number) => `${FIRST[c % FIRST.length]} ${SECOND[Math.floor(c / FIRST.length) % SECOND.length]}`;
+
+/** Search terms over the first companies, in three forms: "Quantum Robotics", "quantumrobotics", "quantum rob". */
+function searchTerms(): string[] {
+  const terms: string[] = [];
+  for (let c = 7; c < SMALL_COMPANIES; c += 9) {
+    const name = companyName(c);
+    const [first = '', second = ''] = name.split(' ');
+    const form = terms.length % 3;
+    terms.push(form === 0 ? name : form === 1 ? `${first}${second}`.toLowerCase() : `${first} ${second.slice(0, 3)}`.toLowerCase());
+  }
+  return terms;
+}
+
+interface Seeded {
+  websiteId: string;
+  apiKeyId: string;
+}
+
+/**
+ * Visitors `from`..`to` (inclusive), with their identified identifications and, for every tenth,
+ * an api_lookups row (every other one of those for the visitor's own address, so list-visitors
+ * lists it once, as a tracker row). Visitor g's company: g among the first `smallRows` cycles
+ * through the first 200 companies, later ones through the other 1,800, so growing the table never
+ * adds rows to an already-seeded company. last_seen: spread evenly over the last 90 days by a hash
+ * of g (reproducible).
+ */
+async function seed(env: TestEnv, s: Seeded, from: number, to: number, smallRows: number): Promise<void> {
+  const first = [...FIRST];
+  const second = [...SECOND];
+  const industries = [...INDUSTRIES];
+  const CHUNK = 100_000;
+  for (let lo = from; lo <= to; lo += CHUNK) {
+    const hi = Math.min(to, lo + CHUNK - 1);
+    await env.db.begin(async (tx) => {
+      await tx`
+        with src as (
+          select g,
+                 case when g <= ${smallRows} then (g - 1) % ${SMALL_COMPANIES}
+                      else ${SMALL_COMPANIES} + (g - ${smallRows} - 1) % ${COMPANIES - SMALL_COMPANIES} end::int as c,
+                 now() - make_interval(secs => ((g * 2654435761) % 7776000)::float8) as last_seen
+          from generate_series(${lo}::bigint, ${hi}::bigint) g
+        ), named as (
+          select g, c, last_seen,
+                 (${`{${first.join(',')}}`}::text[])[1 + c % ${FIRST.length}] as w1,
+                 (${`{${second.join(',')}}`}::text[])[1 + (c / ${FIRST.length}) % ${SECOND.length}] as w2
+          from src
+        ), ids as (
+          insert into identifications (website_id, ip, api_key_id, period_start, status, created_at, identified_at,
+                                       identification_type, traffic_type, reason, confidence, country, domain, company_name,
+                                       industry, employee_range, employees, location)
+          select ${s.websiteId}::uuid, '11.0.0.0'::inet + g, ${s.apiKeyId}::uuid, date_trunc('month', now()), 'identified',
+                 last_seen - interval '1 minute', last_seen, 'company', 'business', 'Local data: company network', 0.85, 'US',
+                 lower(w1 || w2) || '.com', w1 || ' ' || w2,
+                 (${`{${industries.join(',')}}`}::text[])[1 + c % ${INDUSTRIES.length}], '51-200', 50 + c % 150, 'United States'
+          from named
+          returning id, ip, identified_at
+        )
+        insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, visit_count, pages_viewed, active_ms, intent_page,
+                              identification_id)
+        select ${s.websiteId}::uuid, ip, ${s.apiKeyId}::uuid, identified_at - interval '3 days', identified_at,
+               1 + (ip - '11.0.0.0'::inet) % 4, 1 + (ip - '11.0.0.0'::inet) % 7, ((ip - '11.0.0.0'::inet) % 120) * 1000,
+               (ip - '11.0.0.0'::inet) % 11 = 0, id
+        from ids`;
+      await tx`
+        insert into api_lookups (api_key_id, ip, first_seen, last_seen, lookup_count, domain, company_name, confidence, country)
+        select ${s.apiKeyId}::uuid, case when (v.ip - '11.0.0.0'::inet) % 20 = 0 then v.ip else '12.0.0.0'::inet + (v.ip - '11.0.0.0'::inet) end,
+               v.first_seen, v.last_seen, 1 + (v.ip - '11.0.0.0'::inet) % 5, i.domain, i.company_name, 0.8, 'US'
+        from visitors v join identifications i on i.id = v.identification_id
+        where v.website_id = ${s.websiteId} and v.ip between '11.0.0.0'::inet + ${lo}::bigint and '11.0.0.0'::inet + ${hi}::bigint
+          and (v.ip - '11.0.0.0'::inet) % 10 = 0`;
+    });
+  }
+  // What autovacuum does after a bulk insert: statistics, the visibility map, the GIN pending list merged.
+  await env.db`vacuum analyze identifications`;
+  await env.db`vacuum analyze visitors`;
+  await env.db`vacuum analyze api_lookups`;
+  // The bulk load's dirty pages written now, not by a checkpoint in the middle of a measured run.
+  await env.db`checkpoint`;
+}
+
+/** list-visitors' statement as the verb sends it: text with $n placeholders, and its parameters. */
+async function capturedQuery(key: KeyRecord, input: { search: string; since: string }) {
+  let text = '';
+  let values: SqlValue[] = [];
+  const capture = Object.assign(
+    async <T extends object>(strings: TemplateStringsArray, ...v: SqlValue[]): Promise<T[]> => {
+      text = strings.reduce((acc, s, i) => (i === 0 ? s : `${acc}$${i}${s}`), '');
+      values = v;
+      return [];
+    },
+    { begin: <T>(fn: (tx: Sql) => Promise<T>) => fn(capture) },
+  ) as Sql;
+  await listVisitors({ ctx: { db: capture } as never, input: { ...ListVisitorsInput.parse(input), key } });
+  return { text, values };
+}
+
+const literal = (v: SqlValue): string => {
+  if (v === null) return 'null';
+  if (typeof v === 'boolean' || typeof v === 'number') return String(v);
+  const s = v instanceof Date ? v.toISOString() : v;
+  return `'${s.replace(/'/g, "''")}'`;
+};
+
+/**
+ * The representative query's plans, as a prepared statement (what postgres.js sends): the custom
+ * plan (planned for these values) and the generic one (planned once for any values), each run
+ * with EXPLAIN (ANALYZE, BUFFERS). Returns the plan's scan lines and its times.
+ */
+async function explainPlans(url: string, q: { text: string; values: SqlValue[] }) {
+  const pg = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await pg.unsafe(`prepare bench_lv as ${q.text}`);
+    const out: Record<'custom' | 'generic', string[]> = { custom: [], generic: [] };
+    for (const mode of ['custom', 'generic'] as const) {
+      await pg.unsafe(`set plan_cache_mode = force_${mode}_plan`);
+      // The third run: caches warm, as under load.
+      for (let i = 0; i < 3; i++) {
+        const rows = await pg.unsafe<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) execute bench_lv(${q.values.map(literal).join(', ')})`);
+        out[mode] = rows.map((r) => r['QUERY PLAN']);
+      }
+    }
+    return out;
+  } finally {
+    await pg.end({ timeout: 5 });
+  }
+}
+
+/** The lines of a plan worth reading in a report: scans and their conditions, and the times. */
+function planSummary(lines: string[], max = 30): string[] {
+  const keep = lines.filter((l) => /Scan on|Scan using|Index Cond|Recheck Cond|Rows Removed by (Filter|Index Recheck)|^\s*CTE \w+$/.test(l));
+  const times = lines.filter((l) => /Planning Time|Execution Time/.test(l));
+  const cut = keep.length > max ? [...keep.slice(0, max), `  … ${keep.length - max} more scan lines`] : keep;
+  return [lines[0] ?? '', ...cut, ...times].map((l) => `    ${l.length > 170 ? `${l.slice(0, 167)}...` : l}`);
+}
+
+const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)] ?? 0;
+const ms = (list: number[]) => list.map((m) => m.toFixed(1)).join(' ');
+const executionMs = (lines: string[]) => Number(/Execution Time: ([\d.]+) ms/.exec(lines.join('\n'))?.[1] ?? Number.NaN);
+
+/**
+ * Whether Postgres, left to choose (plan_cache_mode auto, as the server runs), keeps planning the
+ * statement per call or switches to its generic plan, on one postgres.js connection with prepared
+ * statements, as each of the host's pooled connections runs it: (a) 12 searches; (b) a fresh
+ * connection that first serves 6 requests without `search` (the dashboard's default, the last 30
+ * days; same statement text and parameter types), then 6 searches.
+ */
+async function planCacheChoice(url: string, key: KeyRecord, inputs: { search: string; since: string }[]) {
+  const session = async (steps: (call: (input: { search?: string; since?: string }) => Promise<number>) => Promise<void>) => {
+    const db = connectPostgres({ url, max: 1, prepare: true });
+    try {
+      await steps(async (input) => {
+        const t0 = performance.now();
+        await listVisitors({ ctx: { db } as never, input: { ...ListVisitorsInput.parse(input), key } });
+        return performance.now() - t0;
+      });
+      // Not `like '%with sites as%'` alone: this statement's own text would match it.
+      const [ps] = await db<{ generic: number; custom: number }>`
+        select generic_plans::int as generic, custom_plans::int as custom from pg_prepared_statements
+        where statement like '%with sites as (%' and statement not like '%pg_prepared_statements%'`;
+      return { generic: ps?.generic ?? 0, custom: ps?.custom ?? 0 };
+    } finally {
+      await db.close();
+    }
+  };
+  const search = (i: number) => inputs[i % inputs.length] as { search: string; since: string };
+  const searches: number[] = [];
+  const searchOnly = await session(async (call) => {
+    for (let i = 0; i < 12; i++) searches.push(await call(search(i)));
+  });
+  const unfiltered: number[] = [];
+  const after: number[] = [];
+  const mixed = await session(async (call) => {
+    for (let i = 0; i < 6; i++) unfiltered.push(await call({}));
+    for (let i = 0; i < 6; i++) after.push(await call(search(i)));
+  });
+  return { searches, searchOnly, unfiltered, after, mixed };
+}
+
+/** What each request of the mix matches (`total`), read once through the server. */
+async function totals(origin: string, key: string, requests: CountedRequest[]) {
+  const out: number[] = [];
+  for (const r of requests) {
+    const res = await fetch(`${origin}${r.path}`, { headers: { 'x-access-key': key } });
+    const body = (await res.json()) as { total?: number };
+    if (res.status !== 200 || typeof body.total !== 'number') throw new Error(`list-visitors probe returned ${res.status}: ${JSON.stringify(body)}`);
+    out.push(body.total);
+  }
+  out.sort((a, b) => a - b);
+  return { min: out[0] ?? 0, median: out[Math.floor(out.length / 2)] ?? 0, max: out[out.length - 1] ?? 0 };
+}
+
+export async function run(): Promise<void> {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('bench visitors needs real Postgres: set DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test)');
+  const seconds = setting('BENCH_SECONDS', 15);
+  const rows = setting('BENCH_ROWS', 1_000_000, 20);
+  const smallRows = setting('BENCH_SMALL_ROWS', Math.floor(rows / 10), 10);
+  if (smallRows >= rows) throw new Error('BENCH_SMALL_ROWS must be less than BENCH_ROWS');
+  const pool = setting('BENCH_POOL', 10);
+
+  const env = await createTestEnv({ pool: 4 });
+  try {
+    const partner = await createPartner({ ctx: env.deps, input: { name: 'Bench Partner', quota: 1_000_000 } });
+    const suffix = randomBytes(4).toString('hex');
+    const child = await createChildVia(env, partner.key, { name: 'Visitors', domain: `visitors-${suffix}.example.com`, monthly_id_quota: 1000 });
+    const s: Seeded = { websiteId: child.website.id, apiKeyId: child.child.api_key_id };
+    const [acct] = await env.db<{ account_id: string }>`select account_id from api_keys where id = ${s.apiKeyId}`;
+    const key: KeyRecord = {
+      apiKeyId: s.apiKeyId,
+      accountId: acct?.account_id ?? '',
+      status: 'active',
+      isPartner: false,
+      isPartnerMaster: false,
+      parentApiKeyId: partner.api_key_id,
+    };
+    const [version] = await env.db<{ v: string }>`select current_setting('server_version') as v`;
+    const dbUrl = env.url as string;
+
+    const day = 86_400_000;
+    const now = Date.now();
+    const sinces = [30, 60, 90].map((d) => new Date(now - d * day).toISOString());
+    const inputs = searchTerms().flatMap((search, i) => [{ search, since: sinces[i % 3] as string }]);
+    const requests: CountedRequest[] = inputs.map((q) => ({
+      path: `${FUNCTIONS_PREFIX}/list-visitors?search=${encodeURIComponent(q.search)}&since=${encodeURIComponent(q.since)}`,
+      headers: { 'x-access-key': child.child.key },
+    }));
+
+    const t0 = performance.now();
+    await seed(env, s, 1, smallRows, smallRows);
+    const seedSmall = (performance.now() - t0) / 1000;
+
+    const server = await serveForBench(env, { pool, ipData: false });
+    const results: CountedResult[] = [];
+    try {
+      const origin = server.url;
+      const list = (name: string, secs: number) => driveCounted({ name, origin, method: 'GET', requests, connections: CONNECTIONS, seconds: secs });
+      const bare = (name: string, secs: number) =>
+        driveCounted({ name, origin, method: 'GET', requests: [{ path: '/bench/bare' }], connections: CONNECTIONS, seconds: secs });
+
+      process.stdout.write(
+        [
+          'bench visitors',
+          `  ${machineLine()}`,
+          `  database: Postgres ${version?.v.split(' ')[0] ?? '?'} (throwaway database)`,
+          `  server: ${server.where}`,
+          `  load: ${CONNECTIONS} keep-alive connections, closed loop (worker thread); ${requests.length} requests in turn: ${inputs.length} search terms × since 30/60/90 days`,
+          `  seeded ${smallRows} visitors (${SMALL_COMPANIES} companies) + ${smallRows / 10} api_lookups rows in ${seedSmall.toFixed(1)} s, then VACUUM ANALYZE, CHECKPOINT`,
+          '',
+        ].join('\n'),
+      );
+
+      // At the small size.
+      const matchSmall = await totals(origin, child.child.key, requests);
+      await bare('bare (warm-up)', WARMUP_SECONDS);
+      await list('warm-up', WARMUP_SECONDS);
+      results.push(await bare(`bare @ ${smallRows}`, seconds));
+      const small = await list(`list-visitors @ ${smallRows}`, seconds);
+      results.push(small);
+
+      // Grow to the full size.
+      const t1 = performance.now();
+      await seed(env, s, smallRows + 1, rows, smallRows);
+      const seedLarge = (performance.now() - t1) / 1000;
+      const [count] = await env.db<{ v: number; a: number; i: number }>`
+        select (select count(*)::int from visitors where website_id = ${s.websiteId}) as v,
+               (select count(*)::int from api_lookups where api_key_id = ${s.apiKeyId}) as a,
+               (select count(distinct company_name)::int from identifications where website_id = ${s.websiteId}) as i`;
+      process.stdout.write(
+        `  grew to ${count?.v} visitors (${count?.i} distinct companies) + ${count?.a} api_lookups rows in ${seedLarge.toFixed(1)} s, then VACUUM ANALYZE, CHECKPOINT\n\n`,
+      );
+      const matchLarge = await totals(origin, child.child.key, requests);
+      await list('warm-up', WARMUP_SECONDS);
+      results.push(await bare(`bare @ ${rows}`, seconds));
+      const large = await list(`list-visitors @ ${rows}`, seconds);
+      results.push(large);
+      // One connection: the service time of a request, without queueing behind the other seven.
+      const alone = await driveCounted({ name: `list-visitors @ ${rows}, 1 connection`, origin, method: 'GET', requests, connections: 1, seconds });
+      results.push(alone);
+
+      // A restarted server (a fresh pool) whose first requests are the dashboard's default (no
+      // search, the last 30 days), then the searches: on each pooled connection the two share one
+      // prepared statement, so the plan cache sees the unfiltered requests first.
+      const fresh = await serveForBench(env, { pool, ipData: false });
+      const unfiltered: number[] = [];
+      let afterUnfiltered: CountedResult;
+      try {
+        let sent = 0;
+        await Promise.all(
+          Array.from({ length: CONNECTIONS }, async () => {
+            while (sent < UNFILTERED_REQUESTS) {
+              sent++;
+              const t = performance.now();
+              const res = await fetch(`${fresh.url}${FUNCTIONS_PREFIX}/list-visitors`, { headers: { 'x-access-key': child.child.key } });
+              await res.arrayBuffer();
+              if (res.status !== 200) throw new Error(`list-visitors without search returned ${res.status}`);
+              unfiltered.push(performance.now() - t);
+            }
+          }),
+        );
+        afterUnfiltered = await driveCounted({
+          name: `list-visitors @ ${rows}, fresh server after ${UNFILTERED_REQUESTS} unfiltered`,
+          origin: fresh.url,
+          method: 'GET',
+          requests,
+          connections: CONNECTIONS,
+          seconds,
+        });
+        results.push(afterUnfiltered);
+      } finally {
+        await fresh.close();
+      }
+
+      // Plans of one representative request, and whether Postgres would go generic on its own.
+      const representative = inputs[1] as { search: string; since: string };
+      const captured = await capturedQuery(key, representative);
+      const plans = await explainPlans(dbUrl, captured);
+      const choice = await planCacheChoice(dbUrl, key, inputs);
+
+      // Baseline: the same query shape without the trigram indexes.
+      await env.db`drop index identifications_search`;
+      await env.db`drop index api_lookups_search`;
+      await list('warm-up', WARMUP_SECONDS);
+      const scan = await list(`list-visitors @ ${rows}, no trigram index`, seconds);
+      results.push(scan);
+      const scanPlan = (await explainPlans(dbUrl, captured)).custom;
+
+      process.stdout.write(`${countedTable(results)}\n`);
+      process.stdout.write('latency per response, from send to last byte (0.01 ms resolution); req/s over the run\n\n');
+      process.stdout.write(
+        [
+          `rows matched per request (total), min / median / max: @ ${smallRows}: ${matchSmall.min} / ${matchSmall.median} / ${matchSmall.max};` +
+            ` @ ${rows}: ${matchLarge.min} / ${matchLarge.median} / ${matchLarge.max}`,
+          '',
+          `EXPLAIN (ANALYZE, BUFFERS) of search=${JSON.stringify(representative.search)} since=${representative.since} @ ${rows}, as a prepared statement:`,
+          '  custom plan (plan_cache_mode = force_custom_plan):',
+          ...planSummary(plans.custom),
+          '  generic plan (plan_cache_mode = force_generic_plan):',
+          ...planSummary(plans.generic),
+          '  without the trigram indexes (custom plan):',
+          ...planSummary(scanPlan, 12),
+          '',
+          'plan cache left to Postgres (auto), the verb on one prepared-statement connection (as each pooled connection of the host):',
+          `  (a) 12 searches: ${choice.searchOnly.custom} custom plans, ${choice.searchOnly.generic} generic; ms per call: ${ms(choice.searches)}`,
+          `  (b) a fresh connection, 6 requests without search (the default 30 days): ms per call: ${ms(choice.unfiltered)}`,
+          `      then 6 searches: ms per call: ${ms(choice.after)}; the statement: ${choice.mixed.custom} custom plans, ${choice.mixed.generic} generic`,
+          '',
+        ].join('\n'),
+      );
+
+      const usesIndex = plans.custom.some((l) => l.includes('identifications_search'));
+      const growth = large.p50 / small.p50;
+      const speedup = scan.p50 / large.p50;
+      process.stdout.write(
+        `${formatTable(
+          ['check', 'measured', 'target', 'result'],
+          [
+            [
+              [
+                `list-visitors p99 @ ${rows}, ${CONNECTIONS} connections`,
+                `${large.p99.toFixed(2)} ms`,
+                `≤ ${MAX_P99_MS} ms`,
+                verdict(large.p99 <= MAX_P99_MS),
+              ],
+              [`  p50 @ ${rows}`, `${large.p50.toFixed(2)} ms`, '', ''],
+              [`  one connection: p50 / p99 (service time)`, `${alone.p50.toFixed(2)} / ${alone.p99.toFixed(2)} ms`, '', ''],
+              [
+                `p50 growth, ${smallRows} → ${rows} visitors (${(rows / smallRows).toFixed(0)}× rows, same matches)`,
+                `${growth.toFixed(2)}×`,
+                `sub-linear (< ${(rows / smallRows).toFixed(0)}×)`,
+                verdict(growth < rows / smallRows),
+              ],
+              ['  p99 growth', `${(large.p99 / small.p99).toFixed(2)}×`, '', ''],
+              ['custom plan reads identifications_search (trigram GIN)', usesIndex ? 'yes' : 'no', 'yes', verdict(usesIndex)],
+              ['custom / generic plan execution', `${executionMs(plans.custom).toFixed(1)} / ${executionMs(plans.generic).toFixed(1)} ms`, '', ''],
+              [
+                'searches after unfiltered requests on a fresh connection',
+                `${median(choice.after).toFixed(1)} ms median (alone: ${median(choice.searches).toFixed(1)})`,
+                'custom plans',
+                verdict(choice.mixed.generic === 0),
+              ],
+              ['request without search (default 30 days), median, alone', `${median(choice.unfiltered).toFixed(0)} ms`, '', ''],
+              [
+                `  over HTTP, ${UNFILTERED_REQUESTS} at ${CONNECTIONS} connections, median / max`,
+                `${median(unfiltered).toFixed(0)} / ${Math.max(...unfiltered).toFixed(0)} ms`,
+                '',
+                '',
+              ],
+              [
+                'searches over HTTP, fresh server after them: p50 / p99',
+                `${afterUnfiltered.p50.toFixed(2)} / ${afterUnfiltered.p99.toFixed(2)} ms`,
+                `≤ ${MAX_P99_MS} ms`,
+                verdict(afterUnfiltered.p99 <= MAX_P99_MS),
+              ],
+              [
+                'baseline: no trigram index, p50 / p99',
+                `${scan.p50.toFixed(2)} / ${scan.p99.toFixed(2)} ms`,
+                '',
+                `index ${speedup.toFixed(1)}× faster (p50)`,
+              ],
+              ['  req/s with / without the index', `${countedRate(large).toFixed(0)} / ${countedRate(scan).toFixed(0)}`, '', ''],
+            ],
+          ],
+        )}\n`,
+      );
+      process.stdout.write(
+        `load average at the end: ${os
+          .loadavg()
+          .map((l) => l.toFixed(2))
+          .join(', ')} (1, 5, 15 min; 2 CPUs)\n`,
+      );
+      const broken = results.flatMap((r) => {
+        const why = countedFailures(r, 200);
+        return why ? [`${r.name}: ${why}`] : [];
+      });
+      if (broken.length) throw new Error(`unsuccessful responses: ${broken.join(' | ')}`);
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await env.close();
+  }
+}

@@ -1,0 +1,179 @@
+import type { CoreDeps, VerbArgs } from '../context.ts';
+import { type Resolution, resolveIp, type Verdict } from '../ip/resolve-ip.ts';
+import type { PersonMatch } from '../ip/types.ts';
+import { runAutoReload } from '../ledger/run-auto-reload.ts';
+import { dispatchNewEvents } from '../webhooks/delivery.ts';
+
+/** Identifications one claim takes: the lookups of a claim run together, so keep it a small batch. */
+const IDENTIFICATIONS_PER_CLAIM = 64;
+/** Lookups in flight at once per worker: the local data answers at once, the providers do not. */
+const CONCURRENCY = 8;
+/** Far longer than a claim's lookups take (each provider call is bounded by its own timeout). */
+const LEASE_MS = 60_000;
+/** A lookup that threw this many times is settled as failed instead of being tried forever. */
+const MAX_ATTEMPTS = 5;
+/** The tracker's results are cached for the account like ip-to-company's: 7 days. */
+const CACHE_TTL = '7 days';
+
+export interface IdentificationReport {
+  identified: number;
+  /** Resolved to no business (vpn, hosting, isp, education, government, unknown): no ID used. */
+  failed: number;
+  /** Not identified: the key is suspended or revoked, or out of IDs (nothing used). */
+  dropped: number;
+  /** Given back after a lookup error, claimable again a minute per attempt later. */
+  retried: number;
+  claims: number;
+}
+
+/** The key cannot use an ID now: the identification is dropped before any provider is paid. */
+class CannotPay extends Error {}
+
+interface Claimed {
+  id: string;
+  ip: string;
+  api_key_id: string;
+  account_id: string;
+  key_status: 'active' | 'suspended' | 'revoked';
+  attempts: number;
+}
+
+interface Settled {
+  outcome: string;
+  reload_pool_id: string | null;
+  partner_account_id: string | null;
+  emitted: boolean;
+}
+
+/** The identification's columns for a verdict (sl_settle_identification reads them by name). */
+function resultOf(v: Verdict, person: PersonMatch | null) {
+  const base = {
+    traffic_type: v.traffic_type,
+    reason: v.reason.slice(0, 1000),
+    confidence: v.confidence,
+    country: /^[A-Z]{2}$/.test(v.country_code) ? v.country_code : '',
+  };
+  if (!isBusiness(v)) return { status: 'failed', ...base };
+  return {
+    status: 'identified',
+    ...base,
+    identification_type: person ? 'individual' : 'company',
+    domain: v.domain,
+    company_name: v.company_name,
+    ...(person
+      ? {
+          person_linkedin_url: person.linkedin_url,
+          person_linkedin_name: person.name,
+          person_linkedin_title: person.title,
+          person_linkedin_company: person.company ?? v.company_name,
+        }
+      : {}),
+  };
+}
+
+const isBusiness = (v: Verdict): boolean => v.identified && v.traffic_type === 'business' && Boolean(v.domain && v.company_name);
+
+/**
+ * The person behind a US visitor's company address, when the deployment has a person matcher and
+ * it finds one. Nobody else is ever matched: an EU (or any non-US) visitor is identified as a
+ * company, and the matcher is not even asked. A matcher that fails leaves a company identification.
+ */
+async function personFor(ctx: CoreDeps, v: Verdict): Promise<PersonMatch | null> {
+  const matcher = ctx.ip?.personMatch;
+  if (!matcher || v.country_code !== 'US' || !v.domain) return null;
+  try {
+    return await matcher.matchPerson({ ip: v.ip, domain: v.domain }, AbortSignal.timeout(ctx.ip?.providerTimeoutMs ?? 3000));
+  } catch (err) {
+    ctx.log.warn('person match failed; identified as a company', { provider: matcher.name, error: err instanceof Error ? err.message : String(err) });
+    return null;
+  }
+}
+
+async function identifyOne(ctx: CoreDeps, row: Claimed, report: IdentificationReport, partners: Set<string>): Promise<void> {
+  if (row.key_status !== 'active') {
+    await ctx.db`select sl_drop_identification(${row.id}::uuid)`;
+    report.dropped++;
+    return;
+  }
+  let resolution: Resolution;
+  try {
+    // Paid in IDs: a key that could not use one now costs no provider calls.
+    const beforePaidLookup = async () => {
+      const [can] = await ctx.db<{ ok: boolean }>`select sl_can_identify(${row.api_key_id}::uuid) as ok`;
+      if (!can?.ok) throw new CannotPay();
+    };
+    resolution = await resolveIp({ ctx, input: { ip: row.ip, accountId: row.account_id, operation: 'tracker', beforePaidLookup } });
+  } catch (err) {
+    if (err instanceof CannotPay) {
+      await ctx.db`select sl_drop_identification(${row.id}::uuid)`;
+      report.dropped++;
+      return;
+    }
+    ctx.log.warn('visitor lookup failed', { identification: row.id, attempt: row.attempts, error: err instanceof Error ? err.message : String(err) });
+    if (row.attempts < MAX_ATTEMPTS) {
+      await ctx.db`select sl_release_identification(${row.id}::uuid)`;
+      report.retried++;
+      return;
+    }
+    const gaveUp = { status: 'failed', traffic_type: 'unknown', reason: `The lookup failed ${row.attempts} times.`, confidence: 0, country: '' };
+    await settle(ctx, row.id, gaveUp, null);
+    report.failed++;
+    return;
+  }
+  const v = resolution.verdict;
+  const person = isBusiness(v) ? await personFor(ctx, v) : null;
+  // A fresh lookup is cached for the account (the reserved ranges are not worth a row).
+  const cache = resolution.source === 'lookup' ? v : null;
+  const settled = await settle(ctx, row.id, resultOf(v, person), cache);
+  if (settled.outcome === 'failed') report.failed++;
+  else if (settled.outcome === 'consumed' || settled.outcome === 'not_metered') report.identified++;
+  else if (settled.outcome !== 'settled') report.dropped++;
+  if (settled.emitted && settled.partner_account_id) partners.add(settled.partner_account_id);
+  if (settled.reload_pool_id) {
+    const poolId = settled.reload_pool_id;
+    ctx.background('auto-reload', () => runAutoReload({ ctx, input: { poolId } }));
+  }
+}
+
+async function settle(ctx: CoreDeps, id: string, result: object, cache: Verdict | null): Promise<Settled> {
+  const [row] = await ctx.db<Settled>`
+    select * from sl_settle_identification(${id}::uuid, ${JSON.stringify(result)}::text::jsonb,
+                                           ${cache ? JSON.stringify(cache) : null}::text::jsonb, ${CACHE_TTL}::interval)`;
+  if (!row) throw new Error('sl_settle_identification returned no row');
+  return row;
+}
+
+/**
+ * The tracker worker's second step: every pending identification (queued by aggregation, one per
+ * address, website and billing period) is resolved through the IP waterfall — the same caches as
+ * ip-to-company, under the account's `tracker` results — and settled in one transaction
+ * (`sl_settle_identification`): a business uses one ID and emits `visitor_identified` to the
+ * key's webhook; anything else uses nothing. Claims are bounded, leased and taken with SKIP LOCKED,
+ * so replicas and the scheduled function share the work; a claim whose worker died is taken over
+ * when its lease runs out, and settling twice is a no-op. Runs until nothing waits, or `maxClaims`.
+ */
+export async function identifyVisitors({
+  ctx,
+  input,
+}: VerbArgs<{ batchSize?: number; maxClaims?: number; leaseMs?: number }, CoreDeps>): Promise<IdentificationReport> {
+  const report: IdentificationReport = { identified: 0, failed: 0, dropped: 0, retried: 0, claims: 0 };
+  // A deployment without the IP data identifies nobody; the identifications wait for one that has it.
+  if (!ctx.ip) return report;
+  for (let i = 0; i < (input.maxClaims ?? 100); i++) {
+    const claimed = await ctx.db<Claimed>`
+      select * from sl_claim_identifications(${input.batchSize ?? IDENTIFICATIONS_PER_CLAIM}, ${input.leaseMs ?? LEASE_MS})`;
+    if (!claimed.length) break;
+    report.claims++;
+    const partners = new Set<string>();
+    let next = 0;
+    const lane = async () => {
+      while (next < claimed.length) {
+        const row = claimed[next++] as Claimed;
+        await identifyOne(ctx, row, report, partners);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, claimed.length) }, lane));
+    for (const partnerAccountId of partners) ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId } }));
+  }
+  return report;
+}

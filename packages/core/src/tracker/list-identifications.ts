@@ -1,0 +1,92 @@
+import { z } from '@hono/zod-openapi';
+import type { KeyRecord, VerbArgs } from '../context.ts';
+import { notFound } from '../errors.ts';
+import { PageLimit, PageOffset, QueryBoolean, Timestamp, Uuid, whenGiven } from '../schemas.ts';
+
+export const ListIdentificationsInput = z.object({
+  website_id: Uuid.openapi({ description: 'A website of the key’s account' }),
+  status: z.enum(['pending', 'identified', 'failed'], whenGiven('must be pending, identified or failed')).optional(),
+  type: z.enum(['individual', 'company'], whenGiven('must be individual or company')).optional(),
+  qualified: QueryBoolean.optional().openapi({ type: 'boolean', description: 'Filter by ICP qualification (any ICP score qualified)' }),
+  limit: PageLimit.default(100),
+  offset: PageOffset.default(0),
+});
+export type ListIdentificationsInput = z.infer<typeof ListIdentificationsInput>;
+
+export const Identification = z
+  .object({
+    id: z.string(),
+    identification_type: z
+      .enum(['individual', 'company'])
+      .nullable()
+      .openapi({ description: 'Null until identified (pending, or failed: no business behind the address)' }),
+    status: z.enum(['pending', 'identified', 'failed']).openapi({ description: 'pending → identified | failed' }),
+    identified_at: Timestamp.nullable().openapi({ description: 'When it was settled (identified or failed); null while pending' }),
+    individual: z
+      .object({ linkedin_url: z.string(), linkedin_name: z.string(), linkedin_title: z.string().nullable(), linkedin_company: z.string().nullable() })
+      .nullable()
+      .openapi({ description: 'Present for the individual type (US visitors only)' }),
+    company: z
+      .object({
+        name: z.string(),
+        domain: z.string(),
+        industry: z.string().nullable(),
+        employee_count: z.string().nullable().openapi({ description: 'A range, e.g. `51-200`' }),
+        location: z.string().nullable(),
+        linkedin_url: z.string().nullable(),
+      })
+      .nullable()
+      .openapi({ description: 'Present once identified (an individual’s company too)' }),
+    icp_scores: z.array(
+      z.object({ icp_id: z.string(), icp_name: z.string(), score: z.number().min(0).max(100), qualified: z.boolean(), ai_summary: z.string() }),
+    ),
+    session: z.object({
+      pages_visited: z.number().int(),
+      duration_seconds: z.number().int().openapi({ description: 'Engaged seconds' }),
+      referrer: z.string().openapi({ description: 'The first referrer from outside the site; empty when none' }),
+    }),
+  })
+  .openapi('Identification');
+export type Identification = z.infer<typeof Identification>;
+
+/**
+ * identification-list: the identifications of one website of the key's account, newest first.
+ * A website of another account is a 404, as one that does not exist. ICP scores come from the
+ * account's ICPs; until it has any, nothing is qualified.
+ */
+export async function listIdentifications({
+  ctx,
+  input,
+}: VerbArgs<ListIdentificationsInput & { key: KeyRecord }>): Promise<{ identifications: Identification[] }> {
+  const [site] = await ctx.db<{ id: string }>`
+    select w.id from websites w join api_keys k on k.id = w.api_key_id
+    where w.id = ${input.website_id} and k.account_id = ${input.key.accountId}`;
+  if (!site) throw notFound('no such website for this key');
+  // Custom plans, as list-visitors: one statement serves every combination of filters.
+  const identifications = await ctx.db.begin(async (tx) => {
+    await tx`set local plan_cache_mode = force_custom_plan`;
+    return tx<Identification>`
+    select
+      i.id::text as id, i.identification_type, i.status, sl_iso(i.identified_at) as identified_at,
+      case when i.identification_type = 'individual' then jsonb_build_object(
+        'linkedin_url', i.person_linkedin_url, 'linkedin_name', i.person_linkedin_name,
+        'linkedin_title', i.person_linkedin_title, 'linkedin_company', i.person_linkedin_company) end as individual,
+      case when i.status = 'identified' then jsonb_build_object(
+        'name', i.company_name, 'domain', i.domain, 'industry', i.industry, 'employee_count', i.employee_range,
+        'location', coalesce(i.location, nullif(i.country, '')), 'linkedin_url', i.company_linkedin_url) end as company,
+      '[]'::jsonb as icp_scores,
+      jsonb_build_object(
+        'pages_visited', coalesce(v.pages_viewed, 0), 'duration_seconds', coalesce(v.active_ms / 1000, 0),
+        'referrer', coalesce(v.referrer, '')) as session
+    from identifications i
+    left join visitors v on v.website_id = i.website_id and v.ip = i.ip
+    where i.website_id = ${site.id}
+      and (${input.status ?? null}::text is null or i.status = ${input.status ?? null})
+      and (${input.type ?? null}::text is null or i.identification_type = ${input.type ?? null})
+      -- No ICP scores exist yet, so no identification is qualified.
+      and (${input.qualified ?? null}::boolean is null or ${input.qualified ?? null}::boolean = false)
+    order by i.created_at desc, i.id
+    limit ${input.limit} offset ${input.offset}`;
+  });
+  return { identifications };
+}

@@ -1,0 +1,314 @@
+import { aggregateTrackerEvents, identifyVisitors, type PersonMatcher, workTrackerQueue } from '@sightline/core';
+import { verifyWebhook } from '@sightline/webhook-verify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestEnv, fn, type TestEnv } from './support/app.ts';
+import { usingPostgres } from './support/db.ts';
+import { eventsOf, names } from './support/events.ts';
+import { realIpDeps, tableProvider } from './support/ip.ts';
+import { startReceiver } from './support/receiver.ts';
+import { createChildVia, seedDirectKey, seedPartner, uniqueDomain } from './support/seed.ts';
+import { pageView, type TrackedSite, trackedChild } from './support/tracker.ts';
+
+/**
+ * Visitor identification through the ID ledger, counted where the user counts it: IDs in the
+ * child's subscription and the partner's pool, identifications and events in the database, and
+ * webhooks at a real receiver.
+ *
+ * Addresses: 17.x is Apple's own network (US, a business in the shipped data); 194.39.131.1 is in
+ * Germany with no local answer, so a provider decides; the rest are free traffic in the shipped data.
+ */
+const APPLE = (n: number) => `17.253.${Math.floor(n / 250)}.${(n % 250) + 1}`;
+const GERMAN_BUSINESS = '194.39.131.1';
+/** Asked of no provider before the test that needs one to be asked. */
+const UNASKED = '194.39.131.2';
+const sap = tableProvider('alpha', {
+  [GERMAN_BUSINESS]: { domain: 'sap.com', company_name: 'SAP SE', confidence: 0.9, traffic_type: 'business' },
+  [UNASKED]: { domain: 'sap.com', company_name: 'SAP SE', confidence: 0.9, traffic_type: 'business' },
+});
+const sap2 = tableProvider('beta', { [GERMAN_BUSINESS]: { domain: 'sap.com', company_name: 'SAP SE', confidence: 0.9, traffic_type: 'business' } });
+
+/** The person matcher port, answering for Apple addresses only (its HTTP adapter is tested with msw). */
+const matched: string[] = [];
+const personMatch: PersonMatcher = {
+  name: 'table',
+  async matchPerson({ ip, domain }) {
+    matched.push(ip);
+    if (domain !== 'apple.com' || ip !== APPLE(1)) return null;
+    return { provider: 'table', linkedin_url: 'https://www.linkedin.com/in/jane-doe', name: 'Jane Doe', title: 'VP Engineering', company: 'Apple' };
+  },
+};
+
+let env: TestEnv;
+let partner: Awaited<ReturnType<typeof seedPartner>>;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+beforeAll(async () => {
+  env = await createTestEnv({
+    ip: async (db) => ({ ...(await realIpDeps({ providers: [sap.provider, sap2.provider], timeoutMs: 300 })(db)), personMatch }),
+    pool: 8,
+  });
+  partner = await seedPartner(env.deps, { quota: 1000 });
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await env.close();
+  await receiver.close();
+});
+
+type Site = TrackedSite;
+const child = (body: Record<string, unknown> = {}) => trackedChild(env, partner.key, body);
+const visit = (site: Site, ip: string, opts: Parameters<typeof pageView>[3] = {}) => pageView(env, site, ip, opts);
+
+const work = () => workTrackerQueue({ ctx: env.deps, input: {} });
+
+async function usage(apiKeyId: string) {
+  const [s] = await env.db<{ used: number; topup: number; status: string }>`
+    select s.ids_used_this_period as used, s.topup_balance as topup, k.status
+    from child_subscriptions s join api_keys k on k.id = s.api_key_id where s.api_key_id = ${apiKeyId}`;
+  return s;
+}
+
+async function identification(site: Site, ip: string) {
+  const rows = await env.db<Record<string, unknown>>`
+    select status, identification_type, traffic_type, domain, company_name, country, person_linkedin_url, person_linkedin_name,
+           person_linkedin_title, person_linkedin_company
+    from identifications where website_id = ${site.websiteId} and ip = ${ip}::inet`;
+  return rows;
+}
+
+describe('identification uses one ID per business identification', () => {
+  it('identifies a US visitor as an individual when a person matches, uses one ID, and signs visitor_identified to the child', async () => {
+    const site = await child({ webhook_url: receiver.url, webhook_secret: 'child-secret-1' });
+    await visit(site, APPLE(1), { path: '/' });
+    await visit(site, APPLE(1), { path: '/pricing' });
+    const report = await work();
+    expect(report.identifications).toMatchObject({ identified: 1, failed: 0, dropped: 0 });
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 1, status: 'active' });
+    expect(await identification(site, APPLE(1))).toEqual([
+      {
+        status: 'identified',
+        identification_type: 'individual',
+        traffic_type: 'business',
+        domain: 'apple.com',
+        company_name: 'Apple Inc.',
+        country: 'US',
+        person_linkedin_url: 'https://www.linkedin.com/in/jane-doe',
+        person_linkedin_name: 'Jane Doe',
+        person_linkedin_title: 'VP Engineering',
+        person_linkedin_company: 'Apple',
+      },
+    ]);
+    await env.settle();
+    const delivered = receiver.received.filter((r) => r.headers['x-service-event'] === 'visitor_identified');
+    expect(delivered).toHaveLength(1);
+    const event = await verifyWebhook<Record<string, unknown>>(delivered[0]?.body ?? '', delivered[0]?.headers ?? {}, 'child-secret-1');
+    expect(event.data).toMatchObject({
+      child_api_key_id: site.apiKeyId,
+      website_id: site.websiteId,
+      tracker_site: site.domain,
+      ip: APPLE(1),
+      identification_type: 'individual',
+      company: { name: 'Apple Inc.', domain: 'apple.com', country: 'US' },
+      individual: { linkedin_url: 'https://www.linkedin.com/in/jane-doe', linkedin_name: 'Jane Doe' },
+      visit: { pages_viewed: 2, visit_count: 1, high_intent: true },
+    });
+  });
+
+  it('uses nothing for repeat visits within the period, and identifies afresh in the next period', async () => {
+    const site = await child();
+    await visit(site, APPLE(2));
+    await work();
+    await visit(site, APPLE(2), { session: 'later', path: '/again' });
+    await visit(site, APPLE(2), { session: 'later-2' });
+    await work();
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 1 });
+    expect(names(await eventsOf(env.db, site.apiKeyId)).filter((n) => n === 'visitor_identified')).toHaveLength(1);
+    // The period rolls over: the same address is a new identification.
+    await env.db`update child_subscriptions set current_period_start = now(), current_period_end = now() + interval '30 days', ids_used_this_period = 0
+                 where api_key_id = ${site.apiKeyId}`;
+    await visit(site, APPLE(2), { session: 'next-period' });
+    await work();
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 1 });
+    expect((await identification(site, APPLE(2))).map((r) => r.status)).toEqual(['identified', 'identified']);
+  });
+
+  it('identifies an EU visitor as a company and stores no personal data anywhere', async () => {
+    const site = await child({ webhook_url: receiver.url, webhook_secret: 'child-secret-2' });
+    matched.length = 0;
+    await visit(site, GERMAN_BUSINESS);
+    await work();
+    expect(matched).toEqual([]); // the person matcher is not even asked
+    const [row] = await identification(site, GERMAN_BUSINESS);
+    expect(row).toMatchObject({ status: 'identified', identification_type: 'company', domain: 'sap.com', country: 'DE' });
+    const [personal] = await env.db<{ n: number }>`
+      select count(*)::int as n from identifications
+      where country <> 'US' and num_nonnulls(person_linkedin_url, person_linkedin_name, person_linkedin_title, person_linkedin_company) > 0`;
+    expect(personal?.n).toBe(0);
+    const [body] = await env.db<{ individual: unknown }>`
+      select (body::jsonb -> 'data' -> 'individual') as individual from events
+      where child_api_key_id = ${site.apiKeyId} and event = 'visitor_identified'`;
+    expect(body?.individual).toBeNull();
+    // And the database refuses a person on a non-US identification, whatever the code does.
+    await expect(
+      env.db`update identifications set identification_type = 'individual', person_linkedin_url = 'https://www.linkedin.com/in/x'
+             where website_id = ${site.websiteId}`,
+    ).rejects.toThrow(/check/i);
+  });
+
+  it('identifies a US company as a company when no person matches', async () => {
+    const site = await child();
+    await visit(site, APPLE(3));
+    await work();
+    expect(await identification(site, APPLE(3))).toEqual([expect.objectContaining({ identification_type: 'company', person_linkedin_url: null })]);
+  });
+
+  it('uses no ID for vpn, hosting, isp, education, government or bots', async () => {
+    const site = await child();
+    const free = ['185.65.134.1', '3.5.140.1', '80.128.0.1', '193.60.0.1', '198.116.0.1'];
+    for (const ip of free) await visit(site, ip);
+    await visit(site, APPLE(4), { userAgent: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' });
+    const report = await work();
+    expect(report.identifications).toMatchObject({ identified: 0, failed: free.length });
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 0 });
+    const types = await env.db<{ traffic_type: string }>`
+      select traffic_type from identifications where website_id = ${site.websiteId} and status = 'failed' order by traffic_type`;
+    expect(types.map((t) => t.traffic_type)).toEqual(['education', 'government', 'hosting', 'isp', 'vpn']);
+    expect(await identification(site, APPLE(4))).toEqual([]);
+    expect(names(await eventsOf(env.db, site.apiKeyId))).not.toContain('visitor_identified');
+  });
+
+  it('records a suspended child’s visits but identifies nothing and uses nothing', async () => {
+    const site = await child();
+    await env.app.request(fn('partner-update-child'), {
+      method: 'POST',
+      headers: { 'x-access-key': partner.key, 'content-type': 'application/json' },
+      body: JSON.stringify({ child_api_key_id: site.apiKeyId, status: 'suspended' }),
+    });
+    expect((await usage(site.apiKeyId))?.status).toBe('suspended');
+    await visit(site, APPLE(5));
+    await work();
+    const [v] = await env.db<{ pages: number }>`select pages_viewed as pages from visitors where website_id = ${site.websiteId}`;
+    expect(v?.pages).toBe(1);
+    expect(await identification(site, APPLE(5))).toEqual([]);
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 0 });
+  });
+
+  it('drops an identification queued before the child was suspended, using nothing', async () => {
+    const site = await child();
+    await visit(site, APPLE(6));
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} }); // queued, not yet identified
+    await env.db`update api_keys set status = 'suspended', suspended_reason = 'manual' where id = ${site.apiKeyId}`;
+    const report = await identifyVisitors({ ctx: env.deps, input: {} });
+    expect(report.dropped).toBeGreaterThanOrEqual(1);
+    expect(await identification(site, APPLE(6))).toEqual([]);
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 0 });
+  });
+
+  it('asks no paid provider for a child that could not use an ID (paused: no quota, no top-up), then does once it can', async () => {
+    const site = await child({ monthly_id_quota: 0 });
+    await visit(site, UNASKED);
+    const report = await work();
+    expect(report.identifications).toMatchObject({ identified: 0, dropped: 1 });
+    expect(sap.calls).not.toContain(UNASKED);
+    expect(await identification(site, UNASKED)).toEqual([]);
+    await env.db`update child_subscriptions set monthly_id_quota = 1 where api_key_id = ${site.apiKeyId}`;
+    await visit(site, UNASKED, { session: 'funded' });
+    await work();
+    expect(sap.calls).toContain(UNASKED);
+    expect(await identification(site, UNASKED)).toEqual([expect.objectContaining({ status: 'identified', domain: 'sap.com' })]);
+  });
+
+  it('suspends the child with the identification that uses its last ID, once', async () => {
+    const site = await child({ monthly_id_quota: 2 });
+    for (const n of [10, 11, 12]) await visit(site, APPLE(n));
+    const report = await work();
+    expect(report.identifications).toMatchObject({ identified: 2, dropped: 1 });
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 2, status: 'suspended' });
+    expect(names(await eventsOf(env.db, site.apiKeyId)).filter((n) => n === 'child.suspended')).toHaveLength(1);
+  });
+
+  it('draws a partner’s own direct tracker on the pool', async () => {
+    const own = await seedDirectKey(env.deps, partner.account_id);
+    const [before] = await env.db<{ used: number }>`select ids_used_this_period as used from pools where account_id = ${partner.account_id}`;
+    const [site] = await env.db<{ domain: string }>`select domain from websites where id = ${own.website_id}`;
+    const direct: Site = {
+      key: own.key,
+      apiKeyId: own.api_key_id,
+      trackingId: own.tracking_script_id,
+      domain: site?.domain ?? '',
+      websiteId: own.website_id,
+    };
+    await visit(direct, APPLE(21));
+    await work();
+    const [after] = await env.db<{ used: number }>`select ids_used_this_period as used from pools where account_id = ${partner.account_id}`;
+    expect((after?.used ?? 0) - (before?.used ?? 0)).toBe(1);
+    expect(await identification(direct, APPLE(21))).toEqual([expect.objectContaining({ status: 'identified' })]);
+  });
+
+  it('takes over a claim whose worker died, and settles each identification once', async () => {
+    const site = await child();
+    await visit(site, APPLE(30));
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    // A worker claims, then dies before settling.
+    await env.db`select * from sl_claim_identifications(100, 300)`;
+    expect((await identifyVisitors({ ctx: env.deps, input: {} })).identified).toBe(0);
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await identifyVisitors({ ctx: env.deps, input: {} })).identified).toBe(1);
+    const [id] = await env.db<{ id: string }>`select id from identifications where website_id = ${site.websiteId}`;
+    const [again] = await env.db<{ outcome: string }>`
+      select outcome from sl_settle_identification(${id?.id ?? ''}::uuid, '{"status":"identified"}'::jsonb, null, '7 days')`;
+    expect(again?.outcome).toBe('settled');
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 1 });
+  });
+
+  it('starts the worker after each stored beacon, so a visit is identified without waiting for the sweep', async () => {
+    const kicked = await createTestEnv({ ip: realIpDeps(), trackerKick: true });
+    try {
+      const p = await seedPartner(kicked.deps, { quota: 10 });
+      const c = await createChildVia(kicked, p.key, { domain: uniqueDomain('kick'), monthly_id_quota: 5 });
+      await kicked.app.request(
+        fn('collect'),
+        {
+          method: 'POST',
+          headers: { 'content-type': 'text/plain', 'user-agent': 'Mozilla/5.0 Firefox/130.0' },
+          body: JSON.stringify({
+            tracking_script_id: c.website.tracking_script_id,
+            type: 'pageview',
+            url: `https://${c.website.domain}/`,
+            session_id: 'k',
+          }),
+        },
+        { incoming: { socket: { remoteAddress: APPLE(40) } } },
+      );
+      await kicked.settle();
+      const [row] = await kicked.db<{ status: string }>`select status from identifications where website_id = ${c.website.id}`;
+      expect(row?.status).toBe('identified');
+    } finally {
+      await kicked.close();
+    }
+  });
+});
+
+describe('200 concurrent first visits on a child with 50 IDs', () => {
+  it('use exactly 50 IDs and suspend the child once', async () => {
+    const site = await child({ monthly_id_quota: 50 });
+    const [poolBefore] = await env.db<{ used: number }>`select ids_used_this_period as used from pools where account_id = ${partner.account_id}`;
+    await Promise.all(Array.from({ length: 200 }, (_, i) => visit(site, APPLE(100 + i))));
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    // Four workers at once, as four replicas would run them, in small claims.
+    const reports = await Promise.all(Array.from({ length: 4 }, () => identifyVisitors({ ctx: env.deps, input: { batchSize: 16 } })));
+    expect(reports.reduce((n, r) => n + r.identified, 0)).toBe(50);
+    expect(reports.reduce((n, r) => n + r.dropped, 0)).toBe(150);
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 50, status: 'suspended' });
+    const [counts] = await env.db<{ identified: number; ledger: number }>`
+      select (select count(*)::int from identifications where website_id = ${site.websiteId} and status = 'identified') as identified,
+             (select count(*)::int from id_ledger where child_api_key_id = ${site.apiKeyId}) as ledger`;
+    expect(counts).toEqual({ identified: 50, ledger: 50 });
+    const events = names(await eventsOf(env.db, site.apiKeyId));
+    expect(events.filter((n) => n === 'child.suspended')).toHaveLength(1);
+    expect(events.filter((n) => n === 'visitor_identified')).toHaveLength(50);
+    const [poolAfter] = await env.db<{ used: number }>`select ids_used_this_period as used from pools where account_id = ${partner.account_id}`;
+    expect((poolAfter?.used ?? 0) - (poolBefore?.used ?? 0)).toBe(50);
+    if (!usingPostgres) console.log('(embedded PGlite serialises the workers; run with DATABASE_URL for real concurrency)');
+  });
+});

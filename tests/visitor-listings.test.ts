@@ -1,0 +1,228 @@
+import { grantCredits, workTrackerQueue } from '@sightline/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { realIpDeps, tableProvider } from './support/ip.ts';
+import { seedDirectKey, seedPartner, uniqueDomain } from './support/seed.ts';
+import { pageView, type TrackedSite, trackedChild } from './support/tracker.ts';
+
+/**
+ * list-visitors and identification-list over data made the way production makes it: beacons
+ * through collect, the tracker worker, and ip-to-company calls.
+ */
+const APPLE = (n: number) => `17.253.200.${n}`;
+const GERMAN = '194.39.131.1';
+const sap = tableProvider('alpha', { [GERMAN]: { domain: 'sap.com', company_name: 'SAP SE', confidence: 0.9, traffic_type: 'business' } });
+const sap2 = tableProvider('beta', { [GERMAN]: { domain: 'sap.com', company_name: 'SAP SE', confidence: 0.9, traffic_type: 'business' } });
+
+let env: TestEnv;
+let partner: Awaited<ReturnType<typeof seedPartner>>;
+type Site = TrackedSite;
+let a: Site;
+let b: Site;
+let own: Site;
+
+const visit = (site: Site, ip: string, path = '/', session = `s-${ip}`) => pageView(env, site, ip, { path, session });
+
+const list = (key: string, query: Record<string, string> = {}) => call(env, 'list-visitors', { key, query });
+const visitorsOf = (body: Json) => body.visitors as Json[];
+
+beforeAll(async () => {
+  env = await createTestEnv({ ip: realIpDeps({ providers: [sap.provider, sap2.provider], timeoutMs: 300 }) });
+  partner = await seedPartner(env.deps, { quota: 1000 });
+  const mk = (label: string) => trackedChild(env, partner.key, { domain: uniqueDomain(label), monthly_id_quota: 100 });
+  a = await mk('list-a');
+  b = await mk('list-b');
+  const d = await seedDirectKey(env.deps, partner.account_id);
+  const [w] = await env.db<{ domain: string }>`select domain from websites where id = ${d.website_id}`;
+  own = { key: d.key, apiKeyId: d.api_key_id, trackingId: d.tracking_script_id, domain: w?.domain ?? '', websiteId: d.website_id };
+
+  // Site A: five Apple visitors (one with three pages), a German business, and an ISP visitor (never listed).
+  for (let n = 1; n <= 5; n++) await visit(a, APPLE(n));
+  await visit(a, APPLE(1), '/two');
+  await visit(a, APPLE(1), '/pricing');
+  await visit(a, GERMAN);
+  await visit(a, '80.128.0.1');
+  await visit(b, APPLE(1));
+  await visit(own, APPLE(9));
+  await workTrackerQueue({ ctx: env.deps, input: {} });
+  // One visitor last seen 40 days ago: outside the default window.
+  await env.db`update visitors set last_seen = now() - interval '40 days', first_seen = now() - interval '41 days'
+               where website_id = ${a.websiteId} and ip = ${APPLE(5)}::inet`;
+});
+afterAll(() => env.close());
+
+describe('list-visitors', () => {
+  it('lists the identified visitors of the key’s trackers in the last 30 days, newest first, with every row field', async () => {
+    const res = await list(a.key);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: true, count: 5, total: 5, limit: 100, offset: 0, source: 'all' });
+    const rows = visitorsOf(res.body);
+    expect(rows.map((r) => r.ip).sort()).toEqual([APPLE(1), APPLE(2), APPLE(3), APPLE(4), GERMAN].sort());
+    const lastSeen = rows.map((r) => String(r.last_seen));
+    expect([...lastSeen].sort().reverse()).toEqual(lastSeen);
+    const first = rows.find((r) => r.ip === APPLE(1)) as Json;
+    expect(first).toEqual({
+      ip: APPLE(1),
+      source: 'tracker',
+      identification_type: 'company',
+      display_name: 'Apple Inc.',
+      person_linkedin_url: null,
+      person_linkedin_name: null,
+      person_linkedin_title: null,
+      person_linkedin_company: null,
+      domain: 'apple.com',
+      company_name: 'Apple Inc.',
+      company_linkedin_url: null,
+      confidence: expect.any(Number),
+      last_seen: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+      first_seen: expect.stringMatching(/Z$/),
+      visit_count: 1,
+      pages_viewed: 3,
+      active_seconds: 0,
+      tracker_site: a.domain,
+      country: 'US',
+      industry: null,
+      employees: null,
+      high_intent: true,
+      raw_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      lookup_count: 1,
+      sites_visited: [a.domain], // site B saw the address too, but it is another child's
+      is_watched: false,
+      is_pinned: false,
+      crm_status: null,
+    });
+  });
+
+  it('takes since, and pages with count and total over the whole set', async () => {
+    const all = await list(a.key, { since: new Date(Date.now() - 60 * 86_400_000).toISOString() });
+    expect(all.body).toMatchObject({ total: 6, count: 6 });
+    const p1 = await list(a.key, { since: '2000-01-01', limit: '4' });
+    const p2 = await list(a.key, { since: '2000-01-01', limit: '4', offset: '4' });
+    const past = await list(a.key, { since: '2000-01-01', limit: '4', offset: '40' });
+    expect(p1.body).toMatchObject({ count: 4, total: 6, limit: 4 });
+    expect(p2.body).toMatchObject({ count: 2, total: 6, offset: 4 });
+    expect(past.body).toMatchObject({ count: 0, total: 6, visitors: [] });
+    const ips = [...visitorsOf(p1.body), ...visitorsOf(p2.body)].map((r) => r.ip);
+    expect(new Set(ips).size).toBe(6);
+    const future = await list(a.key, { since: new Date(Date.now() + 86_400_000).toISOString() });
+    expect(future.body).toMatchObject({ count: 0, total: 0 });
+  });
+
+  it('searches case-insensitively over display name, domain, company and IP, wildcards taken literally', async () => {
+    expect(visitorsOf((await list(a.key, { search: 'SAP' })).body).map((r) => r.ip)).toEqual([GERMAN]);
+    expect((await list(a.key, { search: 'APPLE.COM' })).body).toMatchObject({ total: 4 });
+    expect(visitorsOf((await list(a.key, { search: APPLE(3) })).body).map((r) => r.ip)).toEqual([APPLE(3)]);
+    expect((await list(a.key, { search: '%' })).body).toMatchObject({ total: 0 });
+    expect((await list(a.key, { search: 'nobody-at-all' })).body).toMatchObject({ total: 0 });
+  });
+
+  it('scopes to the key’s trackers: tracker_site narrows, another child sees only its own, the master key sees the partner’s own trackers', async () => {
+    expect((await list(a.key, { tracker_site: b.domain })).body).toMatchObject({ total: 0 });
+    expect((await list(a.key, { tracker_site: a.domain.toUpperCase() })).body).toMatchObject({ total: 5 });
+    const other = await list(b.key);
+    expect(visitorsOf(other.body).map((r) => [r.ip, r.tracker_site])).toEqual([[APPLE(1), b.domain]]);
+    const master = await list(partner.key);
+    expect(visitorsOf(master.body).map((r) => [r.ip, r.tracker_site])).toEqual([[APPLE(9), own.domain]]);
+  });
+
+  it('lists the key’s own identified lookups as api rows, once per address, and not again when a tracker saw it', async () => {
+    await grantCredits({ ctx: env.deps, input: { accountId: (await accountOf(a.apiKeyId)) ?? '', credits: 50 } });
+    for (const ip of ['17.253.201.1', '17.253.201.1', APPLE(2), '80.128.0.1']) {
+      expect((await call(env, 'ip-to-company', { key: a.key, body: { ip } })).status).toBe(200);
+    }
+    await env.settle();
+    const api = await list(a.key, { source: 'api' });
+    expect(api.body).toMatchObject({ source: 'api', total: 2 });
+    const lookedUp = visitorsOf(api.body).find((r) => r.ip === '17.253.201.1') as Json;
+    expect(lookedUp).toMatchObject({
+      source: 'api',
+      identification_type: 'company',
+      domain: 'apple.com',
+      lookup_count: 2,
+      tracker_site: null,
+      visit_count: 0,
+    });
+    const all = await list(a.key);
+    expect(all.body).toMatchObject({ total: 6 }); // the 5 tracker rows, plus 17.253.201.1; APPLE(2) is a tracker row already
+    expect(
+      visitorsOf(all.body)
+        .filter((r) => r.ip === APPLE(2))
+        .map((r) => r.source),
+    ).toEqual(['tracker']);
+    expect((await list(a.key, { source: 'tracker' })).body).toMatchObject({ total: 5 });
+  });
+
+  it('is read by a suspended key; refuses a missing or unknown key and bad parameters without a 500', async () => {
+    await env.db`update api_keys set status = 'suspended', suspended_reason = 'manual' where id = ${b.apiKeyId}`;
+    await env.authSync();
+    expect((await list(b.key)).body).toMatchObject({ total: 1 });
+    expect((await call(env, 'list-visitors', {})).status).toBe(401);
+    expect((await list('sl_live_nope')).status).toBe(401);
+    const bad: Record<string, string>[] = [
+      { limit: '0' },
+      { limit: '501' },
+      { offset: '-1' },
+      { source: 'web' },
+      { since: 'yesterday' },
+      { tracker_site: 'https://x.com' },
+    ];
+    for (const query of bad) {
+      const res = await list(a.key, query);
+      expect(res.status, JSON.stringify(query)).toBe(400);
+      expect(res.body).toMatchObject({ success: false, error: expect.any(String) });
+    }
+  });
+});
+
+async function accountOf(apiKeyId: string) {
+  const [k] = await env.db<{ account_id: string }>`select account_id from api_keys where id = ${apiKeyId}`;
+  return k?.account_id;
+}
+
+describe('identification-list', () => {
+  const ids = (key: string, query: Record<string, string>) =>
+    env.app.request(`http://localhost/identification-list?${new URLSearchParams(query)}`, { headers: { 'x-access-key': key } });
+
+  it('lists a website’s identifications with the company, session and empty icp_scores', async () => {
+    const res = await ids(a.key, { website_id: a.websiteId });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { identifications: Json[] };
+    expect(body.identifications).toHaveLength(7);
+    const apple = body.identifications.find((i) => (i.company as Json | null)?.domain === 'apple.com' && (i.session as Json).pages_visited === 3);
+    expect(apple).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      identification_type: 'company',
+      status: 'identified',
+      identified_at: expect.stringMatching(/Z$/),
+      individual: null,
+      company: { name: 'Apple Inc.', domain: 'apple.com', industry: null, employee_count: null, location: 'US', linkedin_url: null },
+      icp_scores: [],
+      session: { pages_visited: 3, duration_seconds: 0, referrer: '' },
+    });
+  });
+
+  it('filters by status, type and qualified, and pages', async () => {
+    const get = async (query: Record<string, string>) =>
+      ((await (await ids(a.key, { website_id: a.websiteId, ...query })).json()) as { identifications: Json[] }).identifications;
+    expect((await get({ status: 'failed' })).map((i) => i.status)).toEqual(['failed']);
+    expect(await get({ status: 'identified' })).toHaveLength(6);
+    expect(await get({ type: 'individual' })).toHaveLength(0);
+    expect(await get({ type: 'company' })).toHaveLength(6);
+    expect(await get({ qualified: 'true' })).toHaveLength(0);
+    expect(await get({ qualified: 'false' })).toHaveLength(7);
+    const page1 = await get({ limit: '4' });
+    const page2 = await get({ limit: '4', offset: '4' });
+    expect(page1).toHaveLength(4);
+    expect(page2).toHaveLength(3);
+    expect(new Set([...page1, ...page2].map((i) => i.id)).size).toBe(7);
+  });
+
+  it('answers 404 for another account’s website, 400 for bad parameters, 401 without a key', async () => {
+    expect((await ids(b.key, { website_id: a.websiteId })).status).toBe(404);
+    expect((await ids(a.key, { website_id: 'nope' })).status).toBe(400);
+    expect((await ids(a.key, {})).status).toBe(400);
+    expect((await ids(a.key, { website_id: a.websiteId, limit: '501' })).status).toBe(400);
+    expect((await ids(a.key, { website_id: a.websiteId, status: 'done' })).status).toBe(400);
+    expect((await env.app.request(`http://localhost/identification-list?website_id=${a.websiteId}`)).status).toBe(401);
+  });
+});
