@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { appendTrackerEvent, type TrackerEventRow } from '@sightline/core';
 import { allowedMethodsAt, createHostApp, createNodeServer } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, fn, type TestEnv } from './support/app.ts';
@@ -183,5 +184,66 @@ describe('collect over a real socket', () => {
     });
     expect(res.status).toBe(202);
     expect((await stored()).map((e) => e.ip)).toEqual(['127.0.0.1']);
+  });
+});
+
+describe('collect’s group commit', () => {
+  const distinctTransactions = async (sessionPrefix: string) =>
+    (
+      await env.db<{ n: number }>`
+        select count(distinct xmin::text)::int as n from tracker_events where session_id like ${`${sessionPrefix}%`}`
+    )[0]?.n ?? 0;
+
+  it('answers each beacon only once its own event is committed, and concurrent beacons share transactions', async () => {
+    await env.db`delete from tracker_events`;
+    const N = 60;
+    const seen = await Promise.all(
+      Array.from({ length: N }, async (_, i) => {
+        const res = await beacon(env, pageview({ session_id: `gc-${i}` }));
+        // Read at once, on another connection: the 202 came after the commit, not before.
+        const [row] = await env.db<{ n: number }>`select count(*)::int as n from tracker_events where session_id = ${`gc-${i}`}`;
+        return [res.status, row?.n];
+      }),
+    );
+    expect(seen).toEqual(Array.from({ length: N }, () => [202, 1]));
+    // Sixty requests at once do not make sixty commits.
+    expect(await distinctTransactions('gc-')).toBeLessThan(N / 2);
+  });
+
+  it('stores each engagement beacon once when its copies land in concurrent batches in any order', async () => {
+    await env.db`delete from tracker_events`;
+    const copies = Array.from({ length: 48 }, (_, i) => (i * 7) % 6);
+    const statuses = await Promise.all(
+      copies.map((b) => beacon(env, pageview({ type: 'engagement', session_id: 'gc-dup', beacon_id: `b-${b}`, active_ms: 4_000 + b }))),
+    );
+    expect(statuses.every((r) => r.status === 202)).toBe(true);
+    const rows = await env.db<{ beacon_id: string; active_ms: number }>`
+      select beacon_id, active_ms from tracker_events where session_id = 'gc-dup' order by beacon_id`;
+    expect(rows).toEqual(Array.from({ length: 6 }, (_, b) => ({ beacon_id: `b-${b}`, active_ms: 4_000 + b })));
+  });
+
+  it('an event the database refuses fails alone; the rest of its batch is stored', async () => {
+    await env.db`delete from tracker_events`;
+    const row = (i: number, ip = VISITOR): TrackerEventRow => ({
+      tracking_script_id: site.tracking_script_id,
+      kind: 'pageview',
+      page_host: site.domain,
+      ip,
+      is_bot: false,
+      session_id: `gc-bad-${i}`,
+      url: `https://${site.domain}/`,
+      referrer: null,
+      active_ms: null,
+      beacon_id: null,
+      user_agent: null,
+    });
+    // The first two go at once, one statement each; the other four wait and share the next one.
+    const results = await Promise.allSettled(
+      [0, 1, 2, 3, 4, 5].map((i) => appendTrackerEvent(env.deps, row(i, i === 4 ? 'not an address' : VISITOR))),
+    );
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(results.filter((r) => r.status === 'fulfilled').every((r) => r.value === true)).toBe(true);
+    const rows = await env.db<{ session_id: string }>`select session_id from tracker_events where session_id like 'gc-bad-%' order by session_id`;
+    expect(rows.map((r) => r.session_id)).toEqual(['gc-bad-0', 'gc-bad-1', 'gc-bad-2', 'gc-bad-3', 'gc-bad-5']);
   });
 });

@@ -71,6 +71,7 @@ export * from './payments/processor.ts';
 export * from './redis.ts';
 export * from './schemas.ts';
 export * from './tracker/aggregate-events.ts';
+export * from './tracker/append-events.ts';
 export * from './tracker/collect-event.ts';
 export * from './tracker/identify-visitors.ts';
 export * from './tracker/list-identifications.ts';

@@ -2,6 +2,7 @@ import { z } from '@hono/zod-openapi';
 import { isbot } from 'isbot';
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { Uuid } from '../schemas.ts';
+import { appendTrackerEvent } from './append-events.ts';
 
 /**
  * One beacon from the tracker script. Unknown fields are dropped rather than refused, so a tracker a
@@ -43,11 +44,12 @@ function pageHost(url: string): string | null {
 }
 
 /**
- * Appends one tracker event (`sl_collect_event`, one statement) and nothing else: no lookup, no
- * charge, so collect answers at once. Dropped quietly, so a browser learns nothing it could probe
- * with: a visitor without a usable address, a page whose host is not the website's domain or a
- * subdomain, an unknown or inactive website, a revoked key. Bots (by user agent, or automation the
- * browser admits to) are recorded as bots, never identified, never charged.
+ * Appends one tracker event (`sl_collect_event`, through the process's group commit) and nothing
+ * else: no lookup, no charge, so collect answers as soon as the event is committed. Dropped quietly,
+ * so a browser learns nothing it could probe with: a visitor without a usable address, a page whose
+ * host is not the website's domain or a subdomain, an unknown or inactive website, a revoked key.
+ * Bots (by user agent, or automation the browser admits to) are recorded as bots, never identified,
+ * never charged.
  */
 export async function collectEvent({
   ctx,
@@ -55,13 +57,20 @@ export async function collectEvent({
 }: VerbArgs<CollectEventInput & { ip: string | null; userAgent: string | undefined }, CoreDeps>): Promise<{ stored: boolean }> {
   const host = pageHost(input.url);
   if (!input.ip || !host) return { stored: false };
-  const bot = input.webdriver === true || isbot(input.userAgent ?? '');
   // Engaged time and its beacon id belong to engagement beacons; a page view carrying them has them dropped.
   const engagement = input.type === 'engagement';
-  const [row] = await ctx.db<{ stored: boolean }>`
-    select sl_collect_event(${input.tracking_script_id}::uuid, ${input.type}, ${host}, ${input.ip}::inet, ${bot},
-      ${input.session_id}, ${input.url}, ${input.referrer ?? null}, ${engagement ? (input.active_ms ?? null) : null}::int,
-      ${engagement ? (input.beacon_id ?? null) : null},
-      ${input.userAgent?.slice(0, 512) ?? null}) as stored`;
-  return { stored: row?.stored ?? false };
+  const stored = await appendTrackerEvent(ctx, {
+    tracking_script_id: input.tracking_script_id,
+    kind: input.type,
+    page_host: host,
+    ip: input.ip,
+    is_bot: input.webdriver === true || isbot(input.userAgent ?? ''),
+    session_id: input.session_id,
+    url: input.url,
+    referrer: input.referrer ?? null,
+    active_ms: engagement ? (input.active_ms ?? null) : null,
+    beacon_id: engagement ? (input.beacon_id ?? null) : null,
+    user_agent: input.userAgent?.slice(0, 512) ?? null,
+  });
+  return { stored };
 }
