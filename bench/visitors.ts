@@ -187,7 +187,7 @@ interface Seeded {
  * adds rows to an already-seeded company. last_seen: spread evenly over the last 90 days by a hash
  * of g (reproducible).
  */
-async function seed(env: TestEnv, s: Seeded, from: number, to: number, smallRows: number): Promise<void> {
+export async function seed(env: TestEnv, s: Seeded, from: number, to: number, smallRows: number): Promise<void> {
   const first = [...FIRST];
   const second = [...SECOND];
   const industries = [...INDUSTRIES];

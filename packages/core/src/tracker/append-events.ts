@@ -68,9 +68,12 @@ class EventAppender {
         this.ctx,
         batch.map((w) => w.row),
       );
-      batch.forEach((w, i) => w.resolve(stored[i] ?? false));
+      for (const [i, w] of batch.entries()) w.resolve(stored[i] ?? false);
     } catch (error) {
-      if (batch.length === 1) return batch[0]?.reject(error);
+      if (batch.length === 1) {
+        batch[0]?.reject(error);
+        return;
+      }
       for (const w of batch) {
         await insertEvents(this.ctx, [w.row]).then(
           ([stored]) => w.resolve(stored ?? false),
