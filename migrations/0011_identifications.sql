@@ -10,6 +10,39 @@
 
 create extension if not exists pg_trgm;
 
+/*
+ * list-visitors' `search` dictionary: each distinct text a row can be searched by (the display name,
+ * company and domain, lower case) once, with its trigram index. Visitors of one company share a
+ * label, so a search reads the few labels that match and then the rows by an ordinary index on
+ * (website, label, last_seen), instead of a trigram index over every row, whose posting lists grow
+ * with the table (npm run bench -- visitors). Labels are only ever added (sl_search_label); rows
+ * keep their id without a foreign key, so a popular company's label is not a lock every insert
+ * of its visitors queues on.
+ */
+create table search_labels (
+  id    bigint generated always as identity primary key,
+  label text not null unique check (length(label) <= 1000)
+);
+create index search_labels_trigrams on search_labels using gin (label gin_trgm_ops);
+
+/* The label for text p_text (lower-cased), added if new. Concurrent first uses agree on one id. */
+create function sl_search_label(p_text text) returns bigint
+language plpgsql as $$
+declare
+  v_label text := left(lower(p_text), 1000);
+  v_id bigint;
+begin
+  select id into v_id from search_labels where label = v_label;
+  if v_id is null then
+    insert into search_labels (label) values (v_label) on conflict (label) do nothing returning id into v_id;
+    if v_id is null then
+      select id into v_id from search_labels where label = v_label;
+    end if;
+  end if;
+  return v_id;
+end
+$$;
+
 -- The tracker's lookups are cached per account like ip-to-company's, under their own operation.
 alter table ip_cache drop constraint ip_cache_operation_check;
 alter table ip_cache add constraint ip_cache_operation_check check (operation in ('ip-to-company', 'ip-to-best-fit', 'tracker'));
@@ -45,10 +78,6 @@ create table identifications (
   person_linkedin_name    text check (length(person_linkedin_name) <= 300),
   person_linkedin_title   text check (length(person_linkedin_title) <= 300),
   person_linkedin_company text check (length(person_linkedin_company) <= 300),
-  -- What list-visitors' `search` matches: display name (the person, else the company), domain, company, IP.
-  search_text             text generated always as (
-    lower(coalesce(person_linkedin_name, '') || ' ' || coalesce(company_name, '') || ' ' || coalesce(domain, '') || ' ' || host(ip))
-  ) stored,
   unique (website_id, ip, period_start),
   check ((status = 'pending') = (identified_at is null)),
   check ((status = 'identified') = (identification_type is not null)),
@@ -61,15 +90,19 @@ create table identifications (
 -- The worker's queue, oldest first.
 create index identifications_pending on identifications (created_at) where status = 'pending';
 create index identifications_by_site on identifications (website_id, created_at desc);
-create index identifications_search on identifications using gin (search_text gin_trgm_ops);
 
 -- The visitor's current identification, and dashboard state (no endpoint sets it yet; the spec names it).
 alter table visitors
   add column identification_id uuid references identifications (id) on delete set null,
   add column is_watched boolean not null default false,
   add column is_pinned boolean not null default false,
-  add column crm_status text check (crm_status in ('new', 'contacted', 'qualified', 'customer', 'disqualified'));
+  add column crm_status text check (crm_status in ('new', 'contacted', 'qualified', 'customer', 'disqualified')),
+  -- What list-visitors' `search` matches by name: the current identification's search label.
+  add column label_id bigint;
 create index visitors_identified on visitors (website_id, last_seen desc) where identification_id is not null;
+create index visitors_by_label on visitors (website_id, label_id, last_seen desc) where identification_id is not null;
+-- `search` by address: the term as a prefix of the address's text (203.0.113 finds the /24).
+create index visitors_by_address_text on visitors (website_id, host(ip) text_pattern_ops) where identification_id is not null;
 create index visitors_by_identification on visitors (identification_id);
 create index visitors_by_ip on visitors (ip);
 
@@ -85,12 +118,13 @@ create table api_lookups (
   company_name     text not null check (length(company_name) <= 300),
   confidence       real not null check (confidence between 0 and 1),
   country          text not null check (country ~ '^([A-Z]{2})?$'),
-  search_text      text generated always as (lower(company_name || ' ' || domain || ' ' || host(ip))) stored,
+  label_id         bigint not null,
   unique (api_key_id, ip),
   check (last_seen >= first_seen)
 );
 create index api_lookups_recent on api_lookups (api_key_id, last_seen desc);
-create index api_lookups_search on api_lookups using gin (search_text gin_trgm_ops);
+create index api_lookups_by_label on api_lookups (api_key_id, label_id, last_seen desc);
+create index api_lookups_by_address_text on api_lookups (api_key_id, host(ip) text_pattern_ops);
 
 /* The start of the billing period an identification by key p_key falls in: the child's, the
  * partner pool's for a partner's own tracker, else the calendar month (UTC). */
@@ -248,7 +282,10 @@ begin
       person_linkedin_url = r.person_linkedin_url, person_linkedin_name = r.person_linkedin_name,
       person_linkedin_title = r.person_linkedin_title, person_linkedin_company = r.person_linkedin_company
   where id = p_id;
-  update visitors set identification_id = p_id where website_id = i.website_id and ip = i.ip;
+  update visitors
+  set identification_id = p_id,
+      label_id = sl_search_label(concat_ws(' ', r.person_linkedin_name, r.company_name, r.domain))
+  where website_id = i.website_id and ip = i.ip;
   v_partner := coalesce(c.partner_account_id, v_owner);
   perform sl_emit(v_partner, i.api_key_id, 'visitor_identified', sl_visitor_identified_data(p_id), 'child');
   return query select c.outcome, c.reload_pool_id, v_partner, true;
@@ -265,11 +302,12 @@ $$;
 create function sl_record_api_lookup(p_key uuid, p_ip inet, p_domain text, p_company text, p_confidence real, p_country text)
 returns void
 language sql as $$
-  insert into api_lookups as a (api_key_id, ip, domain, company_name, confidence, country)
-  values (p_key, p_ip, p_domain, p_company, p_confidence, p_country)
+  insert into api_lookups as a (api_key_id, ip, domain, company_name, confidence, country, label_id)
+  values (p_key, p_ip, p_domain, p_company, p_confidence, p_country, sl_search_label(concat_ws(' ', p_company, p_domain)))
   on conflict (api_key_id, ip) do update
     set last_seen = greatest(a.last_seen, now()), lookup_count = a.lookup_count + 1, domain = excluded.domain,
-        company_name = excluded.company_name, confidence = excluded.confidence, country = excluded.country
+        company_name = excluded.company_name, confidence = excluded.confidence, country = excluded.country,
+        label_id = excluded.label_id
 $$;
 
 /* Drops a pending identification whose key can no longer identify (suspended or revoked): no lookup, nothing used. */

@@ -116,6 +116,22 @@ describe('list-visitors', () => {
     expect((await list(a.key, { search: 'nobody-at-all' })).body).toMatchObject({ total: 0 });
   });
 
+  it('matches an address by its beginning (a network as typed), not by a fragment inside it', async () => {
+    expect((await list(a.key, { search: '17.253.200' })).body).toMatchObject({ total: 4 });
+    expect((await list(a.key, { search: '194.39.' })).body).toMatchObject({ total: 1 });
+    expect((await list(a.key, { search: '253.200' })).body).toMatchObject({ total: 0 });
+  });
+
+  it('keeps one search label per distinct name, shared by every visitor of the company', async () => {
+    const [labels] = await env.db<{ rows: number; distinct_labels: number; labelled: number }>`
+      select count(*)::int as rows, count(distinct label_id)::int as distinct_labels, count(label_id)::int as labelled
+      from visitors where website_id = ${a.websiteId} and identification_id is not null`;
+    expect(labels).toEqual({ rows: 6, distinct_labels: 2, labelled: 6 });
+    const texts = await env.db<{ label: string }>`
+      select l.label from search_labels l where l.id in (select label_id from visitors where website_id = ${a.websiteId}) order by l.label`;
+    expect(texts.map((t) => t.label)).toEqual([expect.stringContaining('apple'), 'sap se sap.com']);
+  });
+
   it('scopes to the key’s trackers: tracker_site narrows, another child sees only its own, the master key sees the partner’s own trackers', async () => {
     expect((await list(a.key, { tracker_site: b.domain })).body).toMatchObject({ total: 0 });
     expect((await list(a.key, { tracker_site: a.domain.toUpperCase() })).body).toMatchObject({ total: 5 });
