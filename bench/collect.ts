@@ -16,6 +16,7 @@ import {
   formatTable,
   machineLine,
   serveForBench,
+  setting,
   verdict,
   WARMUP_SECONDS,
 } from './lib.ts';
@@ -48,14 +49,6 @@ import {
  */
 const MIN_EVENTS_PER_SECOND = 2000;
 const UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:130.0) Gecko/20100101 Firefox/130.0';
-
-function setting(name: string, fallback: number, min = 1): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
-  return n;
-}
 
 /** Distinct, public-looking IPv4 addresses (xorshift, reproducible), skipping the reserved blocks. */
 function visitorAddresses(n: number): string[] {

@@ -169,6 +169,15 @@ export function machineLine(): string {
 
 export const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
 
+/** A whole-number setting from the environment (BENCH_*), or `fallback` when unset. */
+export function setting(name: string, fallback: number, min = 1): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
+  return n;
+}
+
 /**
  * Where the HTTP benches send their load. On Postgres: the production build of the host in its own
  * node process (see server-entry.ts), so the figures are those of `npm run serve`, with no tsx in

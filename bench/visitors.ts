@@ -15,6 +15,7 @@ import {
   formatTable,
   machineLine,
   serveForBench,
+  setting,
   verdict,
   WARMUP_SECONDS,
 } from './lib.ts';
@@ -152,14 +153,6 @@ const SECOND = [
   'Interactive',
 ] as const;
 const INDUSTRIES = ['Software', 'Manufacturing', 'Retail', 'Financial Services', 'Healthcare', 'Media', 'Energy', 'Logistics'] as const;
-
-function setting(name: string, fallback: number, min = 1): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
-  return n;
-}
 
 const companyName = (c: number) => `${FIRST[c % FIRST.length]} ${SECOND[Math.floor(c / FIRST.length) % SECOND.length]}`;
 
