@@ -90,8 +90,8 @@ class EventAppender {
  * the same order and cannot deadlock. Returns, per row as given, whether it was stored.
  */
 async function insertEvents(ctx: CoreDeps, rows: TrackerEventRow[]): Promise<boolean[]> {
-  const order = rows.map((_, i) => i).sort((a, b) => compareRows(rows[a] as TrackerEventRow, rows[b] as TrackerEventRow));
-  const ordered = order.map((i, n) => ({ ...(rows[i] as TrackerEventRow), n }));
+  // Each row carries its place in `rows` (n) through the sort and the statement.
+  const ordered = rows.map((row, n) => ({ ...row, n })).sort(compareRows);
   const result = await ctx.db<{ n: number; stored: boolean }>`
     select e.n, sl_collect_event(e.tracking_script_id, e.kind, e.page_host, e.ip, e.is_bot, e.session_id, e.url,
                                  e.referrer, e.active_ms, e.beacon_id, e.user_agent) as stored
@@ -99,7 +99,7 @@ async function insertEvents(ctx: CoreDeps, rows: TrackerEventRow[]): Promise<boo
       n int, tracking_script_id uuid, kind text, page_host text, ip inet, is_bot boolean, session_id text, url text,
       referrer text, active_ms int, beacon_id text, user_agent text)`;
   const stored: boolean[] = new Array(rows.length).fill(false);
-  for (const r of result) stored[order[r.n] as number] = r.stored;
+  for (const r of result) stored[r.n] = r.stored;
   return stored;
 }
 
