@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { connectPostgres, createPartner, type KeyRecord, ListVisitorsInput, listVisitors, type Sql, type SqlValue } from '@sightline/core';
+import { createPartner, type KeyRecord, ListVisitorsInput, listVisitors, type Sql, type SqlValue } from '@sightline/core';
 import { FUNCTIONS_PREFIX } from '@sightline/host';
 import postgres from 'postgres';
 import { createTestEnv, type TestEnv } from '../tests/support/app.ts';
@@ -36,11 +36,12 @@ import {
  * rows are the same at both sizes, so the work a search should do is the same: an index-backed query
  * stays about flat while the table grows tenfold; a scan grows with the table.
  *
- * Plan cache: each pooled connection prepares list-visitors' one statement once (postgres.js), and
- * Postgres may switch a prepared statement to its generic plan after five executions. The bench
- * starts a second server (a fresh pool, as after a restart), sends it the dashboard's default
- * request (no search, the last 30 days) UNFILTERED_REQUESTS times at 8 connections, then measures
- * the searches on it; and prints the plan-cache counters of one connection that saw both.
+ * Plan cache: list-visitors is one SQL function (sl_list_visitors, migration 0013) whose statement
+ * each connection plans once, for any request. The bench starts a second server (a fresh pool, as
+ * after a restart), sends it the dashboard's default request (no search, the last 30 days)
+ * UNFILTERED_REQUESTS times at 8 connections, then measures the searches on it: the plan the
+ * unfiltered requests made must serve the searches as well. The function's plan for one search is
+ * printed with EXPLAIN ANALYZE through auto_explain (skipped where the role may not load it).
  *
  * Baseline, the same run, the same server, the same requests: the same list-visitors query with the
  * indexes by label dropped (visitors_by_label, api_lookups_by_label), so the rows carrying the
@@ -157,7 +158,7 @@ const INDUSTRIES = ['Software', 'Manufacturing', 'Retail', 'Financial Services',
 const companyName = (c: number) => `${FIRST[c % FIRST.length]} ${SECOND[Math.floor(c / FIRST.length) % SECOND.length]}`;
 
 /** Search terms over the first companies, in three forms: "Quantum Robotics", "quantumrobotics", "quantum rob". */
-function searchTerms(): string[] {
+export function searchTerms(): string[] {
   const terms: string[] = [];
   for (let c = 7; c < SMALL_COMPANIES; c += 9) {
     const name = companyName(c);
@@ -221,10 +222,10 @@ export async function seed(env: TestEnv, s: Seeded, from: number, to: number, sm
           returning id, ip, identified_at, lower(company_name || ' ' || domain) as label
         )
         insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, visit_count, pages_viewed, active_ms, intent_page,
-                              identification_id, label_id)
+                              identification_id, identified_count, label_id)
         select ${s.websiteId}::uuid, ip, ${s.apiKeyId}::uuid, identified_at - interval '3 days', identified_at,
                1 + (ip - '11.0.0.0'::inet) % 4, 1 + (ip - '11.0.0.0'::inet) % 7, ((ip - '11.0.0.0'::inet) % 120) * 1000,
-               (ip - '11.0.0.0'::inet) % 11 = 0, ids.id, l.id
+               (ip - '11.0.0.0'::inet) % 11 = 0, ids.id, 1, l.id
         from ids join search_labels l on l.label = ids.label`;
       await tx`
         insert into api_lookups (api_key_id, ip, first_seen, last_seen, lookup_count, domain, company_name, confidence, country, label_id)
@@ -239,107 +240,54 @@ export async function seed(env: TestEnv, s: Seeded, from: number, to: number, sm
   await env.db`vacuum analyze identifications`;
   await env.db`vacuum analyze visitors`;
   await env.db`vacuum analyze api_lookups`;
+  await env.db`vacuum analyze search_labels`;
   // The bulk load's dirty pages written now, not by a checkpoint in the middle of a measured run.
   await env.db`checkpoint`;
 }
 
-/** list-visitors' statement as the verb sends it: text with $n placeholders, and its parameters. */
-async function capturedQuery(key: KeyRecord, input: { search: string; since: string }) {
-  let text = '';
-  let values: SqlValue[] = [];
-  const capture = Object.assign(
-    async <T extends object>(strings: TemplateStringsArray, ...v: SqlValue[]): Promise<T[]> => {
-      text = strings.reduce((acc, s, i) => (i === 0 ? s : `${acc}$${i}${s}`), '');
-      values = v;
-      return [];
-    },
-    { begin: <T>(fn: (tx: Sql) => Promise<T>) => fn(capture) },
-  ) as Sql;
-  await listVisitors({ ctx: { db: capture } as never, input: { ...ListVisitorsInput.parse(input), key } });
-  return { text, values };
-}
-
-const literal = (v: SqlValue): string => {
-  if (v === null) return 'null';
-  if (typeof v === 'boolean' || typeof v === 'number') return String(v);
-  const s = v instanceof Date ? v.toISOString() : v;
-  return `'${s.replace(/'/g, "''")}'`;
-};
-
 /**
- * The representative query's plans, as a prepared statement (what postgres.js sends): the custom
- * plan (planned for these values) and the generic one (planned once for any values), each run
- * with EXPLAIN (ANALYZE, BUFFERS). Returns the plan's scan lines and its times.
+ * The plan of sl_list_visitors' main statement for one request, with its run time: auto_explain
+ * logs statements inside functions, and its log reaches the client as a notice. Three calls, the
+ * last one's plan (caches warm, the plan cached, as under load). Null where the role may not LOAD
+ * auto_explain (a superuser can).
  */
-async function explainPlans(url: string, q: { text: string; values: SqlValue[] }) {
-  const pg = postgres(url, { max: 1, onnotice: () => {} });
+async function innerPlan(url: string, key: KeyRecord, input: { search: string; since: string }): Promise<string[] | null> {
+  let last: string[] = [];
+  const pg = postgres(url, {
+    max: 1,
+    onnotice: (n) => {
+      if (n.message?.includes('with tracked as')) last = n.message.split('\n');
+    },
+  });
   try {
-    await pg.unsafe(`prepare bench_lv as ${q.text}`);
-    const out: Record<'custom' | 'generic', string[]> = { custom: [], generic: [] };
-    for (const mode of ['custom', 'generic'] as const) {
-      await pg.unsafe(`set plan_cache_mode = force_${mode}_plan`);
-      // The third run: caches warm, as under load.
-      for (let i = 0; i < 3; i++) {
-        const rows = await pg.unsafe<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) execute bench_lv(${q.values.map(literal).join(', ')})`);
-        out[mode] = rows.map((r) => r['QUERY PLAN']);
-      }
+    try {
+      await pg.unsafe(`load 'auto_explain'`);
+    } catch {
+      return null;
     }
-    return out;
+    await pg.unsafe(
+      'set auto_explain.log_min_duration = 0; set auto_explain.log_nested_statements = on; set auto_explain.log_analyze = on; set auto_explain.log_buffers = on; set client_min_messages = log',
+    );
+    // The verb's own statement, sent on this session so auto_explain sees it.
+    const session = Object.assign(
+      <T extends object>(strings: TemplateStringsArray, ...values: SqlValue[]) => pg(strings, ...(values as never[])) as unknown as Promise<T[]>,
+      { begin: () => Promise.reject(new Error('list-visitors runs no transaction')) },
+    ) as Sql;
+    for (let i = 0; i < 3; i++) await listVisitors({ ctx: { db: session } as never, input: { ...ListVisitorsInput.parse(input), key } });
+    return last;
   } finally {
     await pg.end({ timeout: 5 });
   }
 }
 
-/** The lines of a plan worth reading in a report: scans and their conditions, and the times. */
+/** The lines of a plan worth reading in a report: scans and their conditions. */
 function planSummary(lines: string[], max = 30): string[] {
-  const keep = lines.filter((l) => /Scan on|Scan using|Index Cond|Recheck Cond|Rows Removed by (Filter|Index Recheck)|^\s*CTE \w+$/.test(l));
-  const times = lines.filter((l) => /Planning Time|Execution Time/.test(l));
+  const keep = lines.filter((l) => /Scan on|Scan using|Index Cond|Recheck Cond|Rows Removed by (Filter|Index Recheck)|One-Time Filter/.test(l));
   const cut = keep.length > max ? [...keep.slice(0, max), `  … ${keep.length - max} more scan lines`] : keep;
-  return [lines[0] ?? '', ...cut, ...times].map((l) => `    ${l.length > 170 ? `${l.slice(0, 167)}...` : l}`);
+  return [lines[0] ?? '', ...cut].map((l) => `    ${l.length > 170 ? `${l.slice(0, 167)}...` : l}`);
 }
 
 const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)] ?? 0;
-const ms = (list: number[]) => list.map((m) => m.toFixed(1)).join(' ');
-const executionMs = (lines: string[]) => Number(/Execution Time: ([\d.]+) ms/.exec(lines.join('\n'))?.[1] ?? Number.NaN);
-
-/**
- * Whether Postgres, left to choose (plan_cache_mode auto, as the server runs), keeps planning the
- * statement per call or switches to its generic plan, on one postgres.js connection with prepared
- * statements, as each of the host's pooled connections runs it: (a) 12 searches; (b) a fresh
- * connection that first serves 6 requests without `search` (the dashboard's default, the last 30
- * days; same statement text and parameter types), then 6 searches.
- */
-async function planCacheChoice(url: string, key: KeyRecord, inputs: { search: string; since: string }[]) {
-  const session = async (steps: (call: (input: { search?: string; since?: string }) => Promise<number>) => Promise<void>) => {
-    const db = connectPostgres({ url, max: 1, prepare: true });
-    try {
-      await steps(async (input) => {
-        const t0 = performance.now();
-        await listVisitors({ ctx: { db } as never, input: { ...ListVisitorsInput.parse(input), key } });
-        return performance.now() - t0;
-      });
-      // Not `like '%with sites as%'` alone: this statement's own text would match it.
-      const [ps] = await db<{ generic: number; custom: number }>`
-        select generic_plans::int as generic, custom_plans::int as custom from pg_prepared_statements
-        where statement like '%with sites as (%' and statement not like '%pg_prepared_statements%'`;
-      return { generic: ps?.generic ?? 0, custom: ps?.custom ?? 0 };
-    } finally {
-      await db.close();
-    }
-  };
-  const search = (i: number) => inputs[i % inputs.length] as { search: string; since: string };
-  const searches: number[] = [];
-  const searchOnly = await session(async (call) => {
-    for (let i = 0; i < 12; i++) searches.push(await call(search(i)));
-  });
-  const unfiltered: number[] = [];
-  const after: number[] = [];
-  const mixed = await session(async (call) => {
-    for (let i = 0; i < 6; i++) unfiltered.push(await call({}));
-    for (let i = 0; i < 6; i++) after.push(await call(search(i)));
-  });
-  return { searches, searchOnly, unfiltered, after, mixed };
-}
 
 /** What each request of the mix matches (`total`), read once through the server. */
 async function totals(origin: string, key: string, requests: CountedRequest[]) {
@@ -475,11 +423,9 @@ export async function run(): Promise<void> {
         await fresh.close();
       }
 
-      // Plans of one representative request, and whether Postgres would go generic on its own.
+      // The plan of one representative request, inside the function.
       const representative = inputs[1] as { search: string; since: string };
-      const captured = await capturedQuery(key, representative);
-      const plans = await explainPlans(dbUrl, captured);
-      const choice = await planCacheChoice(dbUrl, key, inputs);
+      const plan = await innerPlan(dbUrl, key, representative);
 
       // Baseline: the same query without the indexes by label, so the rows carrying the matched
       // labels are found by scanning the window's rows, as without the dictionary.
@@ -488,7 +434,7 @@ export async function run(): Promise<void> {
       await list('warm-up', WARMUP_SECONDS);
       const scan = await list(`list-visitors @ ${rows}, no label index`, seconds);
       results.push(scan);
-      const scanPlan = (await explainPlans(dbUrl, captured)).custom;
+      const scanPlan = await innerPlan(dbUrl, key, representative);
 
       process.stdout.write(`${countedTable(results)}\n`);
       process.stdout.write('latency per response, from send to last byte (0.01 ms resolution); req/s over the run\n\n');
@@ -497,23 +443,15 @@ export async function run(): Promise<void> {
           `rows matched per request (total), min / median / max: @ ${smallRows}: ${matchSmall.min} / ${matchSmall.median} / ${matchSmall.max};` +
             ` @ ${rows}: ${matchLarge.min} / ${matchLarge.median} / ${matchLarge.max}`,
           '',
-          `EXPLAIN (ANALYZE, BUFFERS) of search=${JSON.stringify(representative.search)} since=${representative.since} @ ${rows}, as a prepared statement:`,
-          '  custom plan (plan_cache_mode = force_custom_plan):',
-          ...planSummary(plans.custom),
-          '  generic plan (plan_cache_mode = force_generic_plan):',
-          ...planSummary(plans.generic),
-          '  without the indexes by label (custom plan):',
-          ...planSummary(scanPlan, 12),
-          '',
-          'plan cache left to Postgres (auto), the verb on one prepared-statement connection (as each pooled connection of the host):',
-          `  (a) 12 searches: ${choice.searchOnly.custom} custom plans, ${choice.searchOnly.generic} generic; ms per call: ${ms(choice.searches)}`,
-          `  (b) a fresh connection, 6 requests without search (the default 30 days): ms per call: ${ms(choice.unfiltered)}`,
-          `      then 6 searches: ms per call: ${ms(choice.after)}; the statement: ${choice.mixed.custom} custom plans, ${choice.mixed.generic} generic`,
+          `EXPLAIN (ANALYZE, BUFFERS) of sl_list_visitors' statement for search=${JSON.stringify(representative.search)} since=${representative.since} @ ${rows} (auto_explain):`,
+          ...(plan ? planSummary(plan) : ['  (auto_explain could not be loaded by this role)']),
+          '  without the indexes by label:',
+          ...(scanPlan ? planSummary(scanPlan, 12) : ['  (auto_explain could not be loaded by this role)']),
           '',
         ].join('\n'),
       );
 
-      const usesIndex = plans.custom.some((l) => l.includes('visitors_by_label'));
+      const usesIndex = plan?.some((l) => l.includes('visitors_by_label'));
       const growth = large.p50 / small.p50;
       const speedup = scan.p50 / large.p50;
       process.stdout.write(
@@ -536,17 +474,14 @@ export async function run(): Promise<void> {
                 verdict(growth < rows / smallRows),
               ],
               ['  p99 growth', `${(large.p99 / small.p99).toFixed(2)}×`, '', ''],
-              ['custom plan reads visitors_by_label', usesIndex ? 'yes' : 'no', 'yes', verdict(usesIndex)],
-              ['custom / generic plan execution', `${executionMs(plans.custom).toFixed(1)} / ${executionMs(plans.generic).toFixed(1)} ms`, '', ''],
               [
-                'searches after unfiltered requests on a fresh connection',
-                `${median(choice.after).toFixed(1)} ms median (alone: ${median(choice.searches).toFixed(1)})`,
-                'custom plans',
-                verdict(choice.mixed.generic === 0),
+                'the search reads visitors_by_label',
+                usesIndex === undefined ? 'not shown' : usesIndex ? 'yes' : 'no',
+                'yes',
+                usesIndex === undefined ? '' : verdict(usesIndex),
               ],
-              ['request without search (default 30 days), median, alone', `${median(choice.unfiltered).toFixed(0)} ms`, '', ''],
               [
-                `  over HTTP, ${UNFILTERED_REQUESTS} at ${CONNECTIONS} connections, median / max`,
+                `request without search (default 30 days) over HTTP, ${UNFILTERED_REQUESTS} at ${CONNECTIONS} connections, median / max`,
                 `${median(unfiltered).toFixed(0)} / ${Math.max(...unfiltered).toFixed(0)} ms`,
                 '',
                 '',

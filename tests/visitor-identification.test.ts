@@ -130,6 +130,9 @@ describe('identification uses one ID per business identification', () => {
     await work();
     expect(await usage(site.apiKeyId)).toMatchObject({ used: 1 });
     expect((await identification(site, APPLE(2))).map((r) => r.status)).toEqual(['identified', 'identified']);
+    // list-visitors counts both, one per period.
+    const listed = await env.app.request(fn('list-visitors'), { headers: { 'x-access-key': site.key } });
+    expect(((await listed.json()) as { visitors: unknown[] }).visitors).toEqual([expect.objectContaining({ ip: APPLE(2), lookup_count: 2 })]);
   });
 
   it('identifies an EU visitor as a company and stores no personal data anywhere', async () => {

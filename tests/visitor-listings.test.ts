@@ -1,5 +1,6 @@
 import { grantCredits, workTrackerQueue } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ListVisitorsResponse } from '../functions/list-visitors/route.ts';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { realIpDeps, tableProvider } from './support/ip.ts';
 import { seedDirectKey, seedPartner, uniqueDomain } from './support/seed.ts';
@@ -158,6 +159,9 @@ describe('list-visitors', () => {
       tracker_site: null,
       visit_count: 0,
     });
+    // Asked for api rows alone, the address a tracker saw is an api row that names the site it visited.
+    expect(visitorsOf(api.body).find((r) => r.ip === APPLE(2))).toMatchObject({ source: 'api', sites_visited: [a.domain] });
+    expect(lookedUp.sites_visited).toEqual([]);
     const all = await list(a.key);
     expect(all.body).toMatchObject({ total: 6 }); // the 5 tracker rows, plus 17.253.201.1; APPLE(2) is a tracker row already
     expect(
@@ -166,6 +170,25 @@ describe('list-visitors', () => {
         .map((r) => r.source),
     ).toEqual(['tracker']);
     expect((await list(a.key, { source: 'tracker' })).body).toMatchObject({ total: 5 });
+  });
+
+  it('answers bodies that parse with the documented schema, as Postgres writes them, a page past the end included', async () => {
+    const queries: Record<string, string>[] = [
+      {},
+      { search: 'apple' },
+      { source: 'api' },
+      { offset: '400' },
+      { search: 'no such company' },
+      { limit: '1' },
+    ];
+    for (const query of queries) {
+      const res = await list(a.key, query);
+      expect(res.status, JSON.stringify(query)).toBe(200);
+      expect(res.headers.get('content-type'), JSON.stringify(query)).toMatch(/^application\/json/);
+      const body = ListVisitorsResponse.parse(res.body);
+      expect(body.count, JSON.stringify(query)).toBe(body.visitors.length);
+    }
+    expect((await list(a.key, { offset: '400', source: 'tracker' })).body).toMatchObject({ count: 0, total: 5, visitors: [] });
   });
 
   it('is read by a suspended key; refuses a missing or unknown key and bad parameters without a 500', async () => {

@@ -1,5 +1,16 @@
-import { createRoute } from '@hono/zod-openapi';
-import { callerKey, type FunctionDefinition, jsonAnswer, ListVisitorsInput, listVisitors, openapi, policies, VisitorsPage } from '@sightline/core';
+import { createRoute, type z } from '@hono/zod-openapi';
+import {
+  callerKey,
+  type FunctionDefinition,
+  jsonAnswer,
+  ListVisitorsInput,
+  listVisitors,
+  openapi,
+  policies,
+  VisitorsPage,
+  visitorsPageBody,
+  writtenJson,
+} from '@sightline/core';
 import { succeeded } from '../_shared/schemas.ts';
 
 export const ListVisitorsResponse = succeeded(VisitorsPage, 'ListVisitorsResponse');
@@ -20,8 +31,9 @@ export const listVisitorsFunction: FunctionDefinition = {
   method: 'GET',
   policy: policies.trackerOwner,
   register(app) {
-    openapi(app, route, async (c) =>
-      c.json({ success: true as const, ...(await listVisitors({ ctx: c.get('deps'), input: { ...c.req.valid('query'), key: callerKey(c) } })) }, 200),
-    );
+    openapi(app, route, async (c) => {
+      const page = await listVisitors({ ctx: c.get('deps'), input: { ...c.req.valid('query'), key: callerKey(c) } });
+      return writtenJson<z.infer<typeof ListVisitorsResponse>>(c, visitorsPageBody(page));
+    });
   },
 };

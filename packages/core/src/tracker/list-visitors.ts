@@ -80,6 +80,22 @@ export const VisitorsPage = z.object({
 });
 export type VisitorsPage = z.infer<typeof VisitorsPage>;
 
+/**
+ * A page of list-visitors with its rows as JSON text, written by Postgres (sl_list_visitors) in
+ * VisitorRow's shape. Answered as it is: parsing a hundred rows into objects only to write them
+ * out again was a third of the server's work per listing (npm run bench -- visitors).
+ */
+export interface VisitorsPageText extends Omit<VisitorsPage, 'visitors'> {
+  /** A JSON array of VisitorRow. */
+  visitorsJson: string;
+}
+
+/** The success body of list-visitors, `{success: true, ...VisitorsPage}`, with the rows spliced in unparsed. */
+export function visitorsPageBody(page: VisitorsPageText): string {
+  const { visitorsJson, ...rest } = page;
+  return `${JSON.stringify({ success: true, ...rest }).slice(0, -1)},"visitors":${visitorsJson}}`;
+}
+
 const escapeLike = (term: string) => term.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`);
 /** Text that can begin an address as Postgres writes it (IPv4 dotted, IPv6 hex and colons). */
 const ADDRESS_START = /^[0-9a-f.:]+$/i;
@@ -94,119 +110,32 @@ const ADDRESS_START = /^[0-9a-f.:]+$/i;
  * `search` matches a row whose label (display name, company, domain) contains the term, or whose
  * address starts with it. Names go through the label dictionary (migration 0011): the labels that
  * contain the term are found by their trigram index, then the rows that carry them by a btree, so
- * a search costs what it finds, not what the table holds.
+ * a search costs what it finds, not what the table holds. The query is one SQL function,
+ * sl_list_visitors (migration 0013), which also writes the rows as JSON.
  */
-export async function listVisitors({ ctx, input }: VerbArgs<ListVisitorsInput & { key: KeyRecord }>): Promise<VisitorsPage> {
+export async function listVisitors({ ctx, input }: VerbArgs<ListVisitorsInput & { key: KeyRecord }>): Promise<VisitorsPageText> {
   const site = input.tracker_site === undefined ? null : normaliseTrackerDomain(input.tracker_site, 'tracker_site');
   const since = input.since ? new Date(input.since) : new Date(Date.now() - DEFAULT_WINDOW_DAYS * 86_400_000);
   if (since.getUTCFullYear() < 1970 || since.getUTCFullYear() > 9999) throw badRequest('since must be between 1970 and 9999');
   const term = input.search?.trim() ?? '';
   const pattern = term ? `%${escapeLike(term)}%` : null;
-  const addressPrefix = ADDRESS_START.test(term) ? `${escapeLike(term)}%` : null;
+  // An address-like term as the range of address texts that begin with it: [term, term with its last
+  // character raised by one). The characters an address can hold never end the alphabet, so raising
+  // the last one is always another character.
+  const addressFrom = ADDRESS_START.test(term) ? term.toLowerCase() : null;
+  const addressTo = addressFrom && addressFrom.slice(0, -1) + String.fromCharCode(addressFrom.charCodeAt(addressFrom.length - 1) + 1);
   const trackers = input.source !== 'api';
   const api = input.source !== 'tracker';
-  // Planned for these values every time: the branches a request does not use (no search, no
-  // address-like term, one source) are then folded away, and the label lookup is planned for its
-  // term. Left to itself, Postgres switches a prepared statement to a generic plan after five
-  // runs, which for this one took 3 s instead of 6 ms at 1M visitors (npm run bench -- visitors).
-  const rows = await ctx.db.begin(async (tx) => {
-    await tx`set local plan_cache_mode = force_custom_plan`;
-    // A listing that counts a large window crosses JIT's cost threshold, and compiling cost more
-    // than it saved (~60 ms of a listing's ~0.8 s at 1M visitors).
-    await tx`set local jit = off`;
-    return tx<VisitorRow & { total: number }>`
-    with sites as (
-      select w.id, w.domain from websites w join api_keys k on k.id = w.api_key_id
-      where k.account_id = ${input.key.accountId} and (${site}::text is null or w.domain = ${site})
-    ), labels as (
-      select id from search_labels where ${pattern}::text is not null and label like ${pattern}
-    ), tracked as not materialized (
-      -- Three branches, at most two of them live: everything (no search), or the label matches plus
-      -- the address matches that are not label matches already.
-      select v.website_id, v.ip, v.last_seen, v.identification_id as row_id
-      from visitors v
-      where ${trackers} and ${pattern}::text is null
-        and v.website_id in (select id from sites) and v.identification_id is not null and v.last_seen >= ${since}
-      union all
-      select v.website_id, v.ip, v.last_seen, v.identification_id
-      from visitors v
-      where ${trackers} and v.label_id in (select id from labels)
-        and v.website_id in (select id from sites) and v.identification_id is not null and v.last_seen >= ${since}
-      union all
-      select v.website_id, v.ip, v.last_seen, v.identification_id
-      from visitors v
-      where ${trackers} and host(v.ip) like ${addressPrefix}
-        and v.website_id in (select id from sites) and v.identification_id is not null and v.last_seen >= ${since}
-        and (v.label_id is null or v.label_id not in (select id from labels))
-    ), looked_up as (
-      -- The same three branches over the key's own lookups, less the addresses listed as tracker rows.
-      select a.ip, a.last_seen, a.id as row_id, a.label_id
-      from api_lookups a
-      where ${api} and ${pattern}::text is null and a.api_key_id = ${input.key.apiKeyId} and a.last_seen >= ${since}
-      union all
-      select a.ip, a.last_seen, a.id, a.label_id
-      from api_lookups a
-      where ${api} and a.label_id in (select id from labels) and a.api_key_id = ${input.key.apiKeyId} and a.last_seen >= ${since}
-      union all
-      select a.ip, a.last_seen, a.id, a.label_id
-      from api_lookups a
-      where ${api} and host(a.ip) like ${addressPrefix} and a.api_key_id = ${input.key.apiKeyId} and a.last_seen >= ${since}
-        and a.label_id not in (select id from labels)
-    ), matching as (
-      select website_id, ip, last_seen, 'tracker'::text as source, row_id from tracked
-      union all
-      select null::uuid, l.ip, l.last_seen, 'api'::text, l.row_id from looked_up l
-      where not exists (select 1 from tracked t where t.ip = l.ip)
-    ), page as (
-      select m.* from matching m
-      order by m.last_seen desc, m.ip, m.website_id nulls last
-      limit ${input.limit} offset ${input.offset}
-    ), counted as (
-      select count(*)::int as total from matching
-    )
-    -- One row even for a page past the end, carrying the total.
-    select
-      host(p.ip) as ip, p.source,
-      coalesce(i.identification_type, 'company') as identification_type,
-      coalesce(i.person_linkedin_name, i.company_name, a.company_name) as display_name,
-      i.person_linkedin_url, i.person_linkedin_name, i.person_linkedin_title, i.person_linkedin_company,
-      coalesce(i.domain, a.domain) as domain, coalesce(i.company_name, a.company_name) as company_name,
-      i.company_linkedin_url, coalesce(i.confidence, a.confidence)::float8 as confidence,
-      sl_iso(p.last_seen) as last_seen, sl_iso(coalesce(v.first_seen, a.first_seen)) as first_seen,
-      coalesce(v.visit_count, 0) as visit_count, coalesce(v.pages_viewed, 0) as pages_viewed,
-      coalesce(v.active_ms / 1000, 0)::int as active_seconds,
-      s.domain as tracker_site, nullif(coalesce(i.country, a.country), '') as country, i.industry, i.employees,
-      coalesce(v.high_intent, false) as high_intent,
-      p.row_id::text as raw_id,
-      case when p.source = 'api' then a.lookup_count
-           else (select count(*)::int from identifications x
-                 where x.website_id = p.website_id and x.ip = p.ip and x.status = 'identified') end as lookup_count,
-      array(select distinct w.domain from visitors o join sites w on w.id = o.website_id where o.ip = p.ip order by w.domain)
-        as sites_visited,
-      coalesce(v.is_watched, false) as is_watched, coalesce(v.is_pinned, false) as is_pinned, v.crm_status,
-      c.total
-    from counted c
-    left join page p on true
-    left join visitors v on p.source = 'tracker' and v.website_id = p.website_id and v.ip = p.ip
-    left join identifications i on p.source = 'tracker' and i.id = p.row_id
-    left join api_lookups a on p.source = 'api' and a.id = p.row_id
-    left join sites s on s.id = p.website_id
-    order by p.last_seen desc, p.ip, p.website_id nulls last`;
-  });
-  const total = rows[0]?.total ?? 0;
-  const visitors: VisitorRow[] = [];
-  for (const row of rows) {
-    if (row.ip === null) continue;
-    // In place: copying each row without `total` was a fifth of the listing's CPU.
-    delete (row as Partial<typeof row>).total;
-    visitors.push(row);
-  }
+  const [page] = await ctx.db<{ total: number; count: number; visitors: string }>`
+    select total, count, visitors
+    from sl_list_visitors(${input.key.accountId}, ${input.key.apiKeyId}, ${site}, ${since}, ${pattern}, ${addressFrom}, ${addressTo},
+                          ${trackers}, ${api}, ${input.limit}, ${input.offset})`;
   return {
-    count: visitors.length,
-    total,
+    count: page?.count ?? 0,
+    total: page?.total ?? 0,
     limit: input.limit,
     offset: input.offset,
     source: input.source,
-    visitors,
+    visitorsJson: page?.visitors ?? '[]',
   };
 }
