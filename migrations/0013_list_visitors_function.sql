@@ -116,11 +116,14 @@ as $$
 #variable_conflict use_column
 declare
   v_all uuid[];
+  v_domains text[];
   v_sites uuid[];
   v_labels bigint[] := '{}';
 begin
-  select coalesce(array_agg(w.id), '{}'), coalesce(array_agg(w.id) filter (where p_site is null or w.domain = p_site), '{}')
-    into v_all, v_sites
+  -- The account's trackers, their domains at the same positions (read here once, not once per row).
+  select coalesce(array_agg(w.id), '{}'), coalesce(array_agg(w.domain), '{}'),
+         coalesce(array_agg(w.id) filter (where p_site is null or w.domain = p_site), '{}')
+    into v_all, v_domains, v_sites
     from websites w join api_keys k on k.id = w.api_key_id where k.account_id = p_account_id;
   if p_pattern is not null then
     v_labels := array(select l.id from search_labels l where l.label like p_pattern);
@@ -192,7 +195,6 @@ begin
     select a.company_name, a.domain, a.confidence, a.first_seen, a.country, a.lookup_count
     from api_lookups a where p.source = 'api' and a.id = p.row_id limit 1
   ) a on true
-  left join lateral (select w.domain from websites w where w.id = p.website_id limit 1) w on true
   cross join lateral (select
     host(p.ip) as ip, p.source,
     coalesce(i.identification_type, 'company') as identification_type,
@@ -203,14 +205,14 @@ begin
     sl_iso(p.last_seen) as last_seen, sl_iso(coalesce(p.first_seen, a.first_seen)) as first_seen,
     coalesce(p.visit_count, 0) as visit_count, coalesce(p.pages_viewed, 0) as pages_viewed,
     coalesce(p.active_ms / 1000, 0)::integer as active_seconds,
-    w.domain as tracker_site, nullif(coalesce(i.country, a.country), '') as country, i.industry, i.employees,
+    v_domains[array_position(v_all, p.website_id)] as tracker_site, nullif(coalesce(i.country, a.country), '') as country, i.industry, i.employees,
     coalesce(p.high_intent, false) as high_intent,
     p.row_id::text as raw_id,
     coalesce(p.identified_count, a.lookup_count) as lookup_count,
     -- With one tracker, a tracker row's address has visited exactly that one.
-    case when p.source = 'tracker' and cardinality(v_all) = 1 then array[w.domain]
-         else array(select distinct o_w.domain from visitors o join websites o_w on o_w.id = o.website_id
-                    where o.ip = p.ip and o.website_id = any(v_all) order by o_w.domain) end as sites_visited,
+    case when p.source = 'tracker' and cardinality(v_all) = 1 then v_domains
+         else array(select distinct v_domains[array_position(v_all, o.website_id)] as domain from visitors o
+                    where o.ip = p.ip and o.website_id = any(v_all) order by domain) end as sites_visited,
     coalesce(p.is_watched, false) as is_watched, coalesce(p.is_pinned, false) as is_pinned, p.crm_status
   ) r
   group by c.total;
