@@ -130,39 +130,37 @@ begin
   end if;
   return query
   with tracked as (
-    -- Everything (no search), or the label matches plus the address matches that are not label matches already.
     select v.website_id, v.ip, v.last_seen, v.identification_id as row_id, v.first_seen, v.visit_count, v.pages_viewed,
            v.active_ms, v.high_intent, v.identified_count, v.is_watched, v.is_pinned, v.crm_status
-    from visitors v
-    where p_trackers and p_pattern is null
-      and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
-    union all
-    select v.website_id, v.ip, v.last_seen, v.identification_id, v.first_seen, v.visit_count, v.pages_viewed,
-           v.active_ms, v.high_intent, v.identified_count, v.is_watched, v.is_pinned, v.crm_status
-    from visitors v
-    where p_trackers and p_pattern is not null and v.label_id = any(v_labels)
-      and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
-    union all
-    select v.website_id, v.ip, v.last_seen, v.identification_id, v.first_seen, v.visit_count, v.pages_viewed,
-           v.active_ms, v.high_intent, v.identified_count, v.is_watched, v.is_pinned, v.crm_status
-    from visitors v
-    where p_trackers and p_address_from is not null and host(v.ip) ~>=~ p_address_from and host(v.ip) ~<~ p_address_to
-      and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
-      and (v.label_id is null or v.label_id <> all(v_labels))
+    from (
+      -- Everything (no search), or the label matches plus the address matches that are not label matches already.
+      select * from visitors v
+      where p_trackers and p_pattern is null
+        and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
+      union all
+      select * from visitors v
+      where p_trackers and p_pattern is not null and v.label_id = any(v_labels)
+        and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
+      union all
+      select * from visitors v
+      where p_trackers and p_address_from is not null and host(v.ip) ~>=~ p_address_from and host(v.ip) ~<~ p_address_to
+        and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
+        and (v.label_id is null or v.label_id <> all(v_labels))
+    ) v
   ), looked_up as (
-    -- The same three branches over the key's own lookups.
     select a.ip, a.last_seen, a.id as row_id
-    from api_lookups a
-    where p_api and p_pattern is null and a.api_key_id = p_api_key_id and a.last_seen >= p_since
-    union all
-    select a.ip, a.last_seen, a.id
-    from api_lookups a
-    where p_api and p_pattern is not null and a.label_id = any(v_labels) and a.api_key_id = p_api_key_id and a.last_seen >= p_since
-    union all
-    select a.ip, a.last_seen, a.id
-    from api_lookups a
-    where p_api and p_address_from is not null and host(a.ip) ~>=~ p_address_from and host(a.ip) ~<~ p_address_to
-      and a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.label_id <> all(v_labels)
+    from (
+      -- The same three branches over the key's own lookups.
+      select * from api_lookups a
+      where p_api and p_pattern is null and a.api_key_id = p_api_key_id and a.last_seen >= p_since
+      union all
+      select * from api_lookups a
+      where p_api and p_pattern is not null and a.label_id = any(v_labels) and a.api_key_id = p_api_key_id and a.last_seen >= p_since
+      union all
+      select * from api_lookups a
+      where p_api and p_address_from is not null and host(a.ip) ~>=~ p_address_from and host(a.ip) ~<~ p_address_to
+        and a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.label_id <> all(v_labels)
+    ) a
   ), matching as (
     select t.website_id, t.ip, t.last_seen, 'tracker'::text as source, t.row_id, t.first_seen, t.visit_count, t.pages_viewed,
            t.active_ms, t.high_intent, t.identified_count, t.is_watched, t.is_pinned, t.crm_status
