@@ -1,5 +1,13 @@
 import type { FunctionDefinition } from '@sightline/core';
+import { apiAccountStatus } from './api-account-status/route.ts';
+import { apiCompleteConnectLink } from './api-complete-connect-link/route.ts';
+import { apiCreateConnectLink } from './api-create-connect-link/route.ts';
+import { apiFullRequest } from './api-full-request/route.ts';
+import { apiIcpAction } from './api-icp-action/route.ts';
+import { apiUpdateSettings } from './api-update-settings/route.ts';
+import { apiUsageSummary } from './api-usage-summary/route.ts';
 import { collect } from './collect/route.ts';
+import { connect } from './connect/route.ts';
 import { identificationList } from './identification-list/route.ts';
 import { ipToBestFit } from './ip-to-best-fit/route.ts';
 import { ipToCompany } from './ip-to-company/route.ts';
@@ -15,6 +23,7 @@ import { partnerRotateChildKey } from './partner-rotate-child-key/route.ts';
 import { partnerSetWebhook } from './partner-set-webhook/route.ts';
 import { partnerTransferTopup } from './partner-transfer-topup/route.ts';
 import { partnerUpdateChild } from './partner-update-child/route.ts';
+import { sweepIcpWork } from './sweep-icp-work/route.ts';
 import { sweepPeriodRollover } from './sweep-period-rollover/route.ts';
 import { sweepTrackerEvents } from './sweep-tracker-events/route.ts';
 import { sweepWebhookDeliveriesFunction } from './sweep-webhook-deliveries/route.ts';
@@ -41,9 +50,18 @@ export const allFunctions: FunctionDefinition[] = [
   ipToBestFit,
   listVisitorsFunction,
   identificationList,
+  apiIcpAction,
+  apiFullRequest,
+  apiCreateConnectLink,
+  apiCompleteConnectLink,
+  connect,
+  apiAccountStatus,
+  apiUsageSummary,
+  apiUpdateSettings,
   collect,
   t,
   sweepPeriodRollover,
   sweepWebhookDeliveriesFunction,
   sweepTrackerEvents,
+  sweepIcpWork,
 ];

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
 import { call, createTestEnv, fn, type TestEnv } from './support/app.ts';
 import { seedDirectAccount, seedDirectKey, seedPartner } from './support/seed.ts';
+import { seedConnectedUser } from './support/users.ts';
 
 /**
  * The common route tests: every function the app exposes gets the authentication and HTTP
@@ -17,6 +18,8 @@ const SWEEP_SECRET = 'a-sweep-secret-of-at-least-thirty-two-characters';
 
 /** The rate limiter of this suite: generous for everyone but one partner, which it always refuses. */
 let refusedKeyId = '';
+/** A user connected to the partner's account: what connected-user routes need beside the key. */
+let connectedUser = '';
 /** Every path the OpenAPI document lists. */
 let documentedPaths: string[] = [];
 const limiter: RateLimiter = {
@@ -44,6 +47,7 @@ beforeAll(async () => {
   keys.emptyPool = (await seedPartner(env.deps, { name: 'Empty pool', quota: 0, topup: 0 })).key;
   const limited = await seedPartner(env.deps, { name: 'Rate limited', quota: 10 });
   keys.limited = limited.key;
+  connectedUser = (await seedConnectedUser(env.db, partner.account_id)).user_id;
   refusedKeyId = limited.api_key_id;
   documentedPaths = Object.keys(createHostApp(env.deps).getOpenAPI31Document({ openapi: '3.1.0', info: { title: 't', version: '1' } }).paths ?? {});
 });
@@ -56,6 +60,10 @@ function expectEnvelope(body: Record<string, unknown>) {
 }
 
 const wrongMethod = (m: 'GET' | 'POST') => (m === 'GET' ? 'POST' : 'GET');
+const actsAsUser = (def: FunctionDefinition) => [policies.connectedUser, policies.idempotentConnectedUser].includes(def.policy);
+/** The user headers of a connected-user route (a connected user, or `userId`), so its cases get past them to what they test. */
+const userHeadersOf = (def: FunctionDefinition, userId = connectedUser): Record<string, string> =>
+  actsAsUser(def) ? { 'x-user-id': userId, 'x-idempotency-key': crypto.randomUUID() } : {};
 const usesKey = (def: FunctionDefinition) => def.policy.security.some((s) => 'AccessKey' in s);
 const isPartner = (def: FunctionDefinition) => [policies.partnerAction, policies.partnerRead, policies.partnerPoolRead].includes(def.policy);
 const readsJson = (def: FunctionDefinition) => (def.body ?? (def.method === 'POST' ? 'json' : 'none')) !== 'none';
@@ -70,7 +78,7 @@ const addressOf = (def: FunctionDefinition, fill = 'probe') => documentedPath(de
 describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) => {
   const body = def.method === 'POST' ? {} : undefined;
   const send = (key: string | undefined, extra: Parameters<typeof call>[2] = {}) =>
-    call(env, addressOf(def), { key, method: def.method, body, ...extra });
+    call(env, addressOf(def), { key, method: def.method, body, ...extra, headers: { ...userHeadersOf(def), ...extra.headers } });
 
   if (usesKey(def)) {
     it('answers 401 without x-access-key', async () => {
@@ -209,12 +217,19 @@ const triggers: Record<string, Trigger> = {
       ? call(env, addressOf(def), {
           method: def.method,
           rawBody: '{',
-          headers: { 'content-type': 'application/json', ...credentialFor(def, keys.partner) },
+          headers: { 'content-type': 'application/json', ...credentialFor(def, keys.partner), ...userHeadersOf(def) },
         })
       : call(env, addressOf(def, '\u0000'), { method: def.method, query: { probe: '\u0000' }, headers: credentialFor(def, keys.partner) }),
   '401': (def) => call(env, addressOf(def), { method: def.method, body: def.method === 'POST' ? {} : undefined }),
   '402': (def) => call(env, addressOf(def), { method: def.method, key: keys.emptyPool, body: def.method === 'POST' ? {} : undefined }),
-  '403': (def) => call(env, addressOf(def), { method: def.method, key: keys.partnerNonMaster, body: def.method === 'POST' ? {} : undefined }),
+  // A connected-user route's 403 is a user not connected to the key's account.
+  '403': (def) =>
+    call(env, addressOf(def), {
+      method: def.method,
+      key: keys.partnerNonMaster,
+      body: def.method === 'POST' ? {} : undefined,
+      headers: userHeadersOf(def, crypto.randomUUID()),
+    }),
   '405': (def) => call(env, addressOf(def), { method: wrongMethod(def.method) }),
   '408': async (def) => {
     const app = createHostApp(env.deps, { bodyTimeoutMs: 200 });
@@ -248,16 +263,17 @@ const triggers: Record<string, Trigger> = {
       db: failing,
       authCache: undefined,
       sweepSecret: SWEEP_SECRET,
-      ...(def.name === 't' ? { remoteAddressOf: noAddress } : {}),
+      ...(def.name === 't' || def.name === 'connect' ? { remoteAddressOf: noAddress } : {}),
     };
     const app = createHostApp(deps);
     const headers: Record<string, string> = { ...credentialFor(def, keys.partner) };
     if (def.policy === policies.sweep) headers.authorization = `Bearer ${SWEEP_SECRET}`;
     // A function that reads the database only after validating (no key to look up) needs a valid body.
-    const body =
-      def.name === 'collect'
-        ? JSON.stringify({ tracking_script_id: crypto.randomUUID(), type: 'pageview', url: 'https://a.example.com/', session_id: 's' })
-        : '{}';
+    const validBodies: Record<string, unknown> = {
+      collect: { tracking_script_id: crypto.randomUUID(), type: 'pageview', url: 'https://a.example.com/', session_id: 's' },
+      'api-complete-connect-link': { token: `slc_${'a'.repeat(43)}`, name: 'N', linkedin_url: 'https://www.linkedin.com/in/probe' },
+    };
+    const body = JSON.stringify(validBodies[def.name] ?? {});
     const init: RequestInit = readsJson(def)
       ? { method: def.method, headers: { ...headers, 'content-type': 'application/json' }, body }
       : { method: def.method, headers };

@@ -3,6 +3,7 @@ import { createApiServer, type FunctionDefinition, openapi, type Policy, policie
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from './support/app.ts';
 import { seedDirectAccount } from './support/seed.ts';
+import { seedConnectedUser } from './support/users.ts';
 
 /**
  * The policies the next endpoints stand on (a connected user, a public tracker endpoint, the key that
@@ -12,7 +13,9 @@ import { seedDirectAccount } from './support/seed.ts';
 let env: TestEnv;
 let key = '';
 let revokedKey = '';
-const USER = '0b6b5d0e-4a59-4f44-9a9e-2f1f6a3c1d77';
+let USER = '';
+let otherAccountsUser = '';
+const UNKNOWN_USER = '0b6b5d0e-4a59-4f44-9a9e-2f1f6a3c1d77';
 const IDEMPOTENCY = '5a0f3c52-2c3e-4d0b-8f1e-9d7c6b5a4e3f';
 
 /** A probe function answering with the caller its policy produced. */
@@ -39,7 +42,10 @@ const serve = (def: FunctionDefinition) => createApiServer(env.deps, [def], { fu
 
 beforeAll(async () => {
   env = await createTestEnv();
-  key = (await seedDirectAccount(env.deps)).key;
+  const account = await seedDirectAccount(env.deps);
+  key = account.key;
+  USER = (await seedConnectedUser(env.db, account.account_id)).user_id;
+  otherAccountsUser = (await seedConnectedUser(env.db, (await seedDirectAccount(env.deps, 'Other')).account_id)).user_id;
   const revoked = await seedDirectAccount(env.deps, 'Revoked');
   await env.db`update api_keys set status = 'revoked' where id = ${revoked.api_key_id}`;
   revokedKey = revoked.key;
@@ -56,6 +62,15 @@ describe('connected user', () => {
     expect(caller).toMatchObject({ kind: 'connected-user', userId: USER });
     expect(caller.idempotencyKey).toBeUndefined();
     expect(caller.key.apiKeyId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('refuses a user who is not connected to the key’s account with a 403 (spec rule 2)', async () => {
+    for (const user of [UNKNOWN_USER, otherAccountsUser]) {
+      const res = await app().request('http://x/f/probe', { headers: { 'x-access-key': key, 'x-user-id': user } });
+      expect(res.status).toBe(403);
+      expect(((await res.json()) as { error: string }).error).toMatch(/not a user connected to this account/);
+    }
+    await env.db`update connected_users set status = 'disconnected' where id = ${otherAccountsUser}`;
   });
 
   it('refuses a missing or malformed x-user-id with a 400 naming the header', async () => {
@@ -86,7 +101,7 @@ describe('connected user', () => {
     const op = doc.paths?.['/f/probe']?.get;
     expect((op?.parameters ?? []).map((p) => ('name' in p ? p.name : '')).sort()).toEqual(['x-idempotency-key', 'x-user-id']);
     expect(op?.security).toEqual([{ AccessKey: [] }]);
-    expect(Object.keys(op?.responses ?? {}).sort()).toEqual(['200', '400', '401', '405', '500']);
+    expect(Object.keys(op?.responses ?? {}).sort()).toEqual(['200', '400', '401', '403', '405', '500']);
   });
 });
 

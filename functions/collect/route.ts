@@ -7,7 +7,7 @@ export const route = createRoute({
   path: '/',
   summary: 'The tracker script’s beacon: a page view, or engaged time (sent as text/plain JSON, no preflight)',
   description:
-    'Answers 202 at once: the event is only appended; identification happens later, off the request path. The visitor’s address is the one the server saw (TRUSTED_PROXIES decides whose X-Forwarded-For is believed), never a body field. Events for an unknown or inactive tracker, a revoked key, or a page outside the website’s domain are dropped without saying so.',
+    'Answers 202 at once: the event is only appended; identification happens later, off the request path. The visitor’s address is the one the server saw (TRUSTED_PROXIES decides whose X-Forwarded-For is believed), never a body field. Events for an unknown or inactive tracker, a revoked key, or a page outside the website’s domain (or, when the account set allowed_domains, outside those hosts) are dropped without saying so.',
   request: { body: jsonBody(CollectEventInput) },
   responses: { 202: jsonAnswer('Accepted', z.object({ success: z.literal(true) })) },
 });

@@ -31,6 +31,7 @@ export const ipToBestFit: FunctionDefinition = {
   mount: 'functions',
   method: 'POST',
   policy: policies.accountKey,
+  meteredAs: 'ip-to-best-fit',
   usesIpData: true,
   register(app) {
     openapi(app, route, async (c) =>

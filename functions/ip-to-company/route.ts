@@ -29,6 +29,7 @@ export const ipToCompany: FunctionDefinition = {
   mount: 'functions',
   method: 'POST',
   policy: policies.accountKey,
+  meteredAs: 'ip-to-company',
   usesIpData: true,
   register(app) {
     openapi(app, route, async (c) =>

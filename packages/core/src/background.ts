@@ -1,4 +1,4 @@
-import type { Logger } from './context.ts';
+import type { CoreDeps, Logger } from './context.ts';
 
 /**
  * Work that runs after the response (webhook dispatch, auto-reload charges). Failures are logged,
@@ -26,5 +26,34 @@ export function createBackgroundRunner(log: Logger, handOff?: (p: Promise<unknow
     async drain() {
       while (inFlight.size) await Promise.all([...inFlight]);
     },
+  };
+}
+
+/**
+ * A worker started after a request commits, off the request (Node: a tracked promise; Supabase:
+ * EdgeRuntime.waitUntil), so its work is done within moments rather than at the next sweep. One
+ * run per process at a time: kicks during a run ask for one more run, so a burst of requests costs a
+ * few runs, not one each. A run that dies leaves its leased claims to the sweep.
+ */
+export function coalescedKick(name: string, run: (ctx: CoreDeps) => Promise<unknown>): (ctx: CoreDeps) => void {
+  const running = new WeakMap<CoreDeps, { again: boolean }>();
+  return (ctx) => {
+    const state = running.get(ctx);
+    if (state) {
+      state.again = true;
+      return;
+    }
+    const mine = { again: false };
+    running.set(ctx, mine);
+    ctx.background(name, async () => {
+      try {
+        do {
+          mine.again = false;
+          await run(ctx);
+        } while (mine.again);
+      } finally {
+        running.delete(ctx);
+      }
+    });
   };
 }

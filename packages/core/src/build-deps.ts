@@ -1,4 +1,7 @@
 import type { Redis } from 'ioredis';
+import { builtinEngine } from './ai/builtin-engine.ts';
+import type { AiEngine } from './ai/engine.ts';
+import { createOpenAiCompatibleEngine } from './ai/openai-compatible.ts';
 import { listenAuthCache } from './auth-cache.ts';
 import type { BackgroundRunner } from './background.ts';
 import type { Env } from './config.ts';
@@ -13,6 +16,9 @@ import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
 import { createStripeProcessor } from './payments/stripe.ts';
 import { connectRedis, rateLimiterFor } from './redis.ts';
+import { createPeopleDataLabsResearch } from './research/people-data-labs.ts';
+import type { ProfileResearch } from './research/profile.ts';
+import { urlOnlyResearch } from './research/url-only.ts';
 
 /**
  * What only the runtime can supply; everything else is decided here, from configuration, the same
@@ -64,6 +70,27 @@ export function paymentProcessorFor(env: Env): PaymentProcessor {
   return builtinProcessor;
 }
 
+/** The configured LLM (LLM_BASE_URL with LLM_MODEL), else the built-in rules engine. */
+export function aiEngineFor(env: Env, log?: Logger): AiEngine {
+  if (!env.LLM_BASE_URL || !env.LLM_MODEL) return builtinEngine;
+  return createOpenAiCompatibleEngine({
+    baseUrl: env.LLM_BASE_URL,
+    model: env.LLM_MODEL,
+    apiKey: env.LLM_API_KEY,
+    apiStyle: env.LLM_API_STYLE,
+    azureApiVersion: env.LLM_AZURE_API_VERSION,
+    timeoutMs: env.LLM_TIMEOUT_MS,
+    maxRetries: env.LLM_MAX_RETRIES,
+    log,
+  });
+}
+
+/** People Data Labs when RESEARCH_PROVIDER says so (configuration guarantees its key), else url-only. */
+export function profileResearchFor(env: Env): ProfileResearch {
+  if (env.RESEARCH_PROVIDER === 'people-data-labs' && env.PDL_API_KEY) return createPeopleDataLabsResearch({ apiKey: env.PDL_API_KEY });
+  return urlOnlyResearch;
+}
+
 /**
  * Every dependency of the core from validated configuration and what the runtime supplies: the
  * keyring, payments, Redis (with its outage handling) and the rate limiter, the auth cache where
@@ -96,6 +123,8 @@ export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDe
     // Without Redis each process counts alone; set REDIS_URL for one limit across the fleet.
     rateLimiter: rateLimiterFor(env, redis),
     payments: paymentProcessorFor(env),
+    ai: aiEngineFor(env, log),
+    research: profileResearchFor(env),
     ...(runtime.handOff ? { handOff: runtime.handOff } : {}),
     ...(ip ? { ip } : {}),
     ...(auth ? { authCache: auth.cache } : {}),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AZURE_DEFAULT_API_VERSION, llmApiStyle } from './ai/openai-compatible.ts';
 import { parseCidr } from './ip/ranges.ts';
 
 const flag = z
@@ -63,7 +64,7 @@ export const EnvSchema = z.object({
   IPINFO_TOKEN: z.string().min(1).optional(),
   IPAPI_IS_KEY: z.string().min(1).optional(),
   SNITCHER_API_KEY: z.string().min(1).optional(),
-  /** Deeper enrichment for ip-to-best-fit (People Data Labs). */
+  /** Deeper enrichment for ip-to-best-fit (People Data Labs), and its profile research when RESEARCH_PROVIDER=people-data-labs. */
   PDL_API_KEY: z.string().min(1).optional(),
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(3000),
   /** Consensus weights, e.g. `ipinfo=1,ipapi.is=0.8,snitcher=1.2`. */
@@ -79,6 +80,44 @@ export const EnvSchema = z.object({
         }),
       ),
     ),
+  /**
+   * The OpenAI-compatible chat-completions server that drafts ICPs and writes messages, up to
+   * `/chat/completions` (e.g. https://api.openai.com/v1, http://localhost:11434/v1). Unset: the
+   * built-in rules engine, which works offline.
+   */
+  LLM_BASE_URL: z
+    .url({ protocol: /^https?$/, error: 'LLM_BASE_URL must be an http:// or https:// URL' })
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  LLM_MODEL: z
+    .string()
+    .min(1)
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** Optional: local servers (Ollama, vLLM, LM Studio) need none. */
+  LLM_API_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /**
+   * `azure` for an Azure OpenAI deployment URL (api-key header, api-version query); unset, it is
+   * detected from LLM_BASE_URL (`/openai/deployments/<name>`).
+   */
+  LLM_API_STYLE: z
+    .enum(['openai', 'azure'])
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  LLM_AZURE_API_VERSION: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'LLM_AZURE_API_VERSION must look like 2024-10-21')
+    .default(AZURE_DEFAULT_API_VERSION),
+  /** Per attempt; reasoning models can take tens of seconds. */
+  LLM_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+  /** Further attempts after a timeout, 429 or 5xx. */
+  LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  /** Who looks up a prospect's profile for api-full-request: nobody (`url-only`) or People Data Labs (needs PDL_API_KEY). */
+  RESEARCH_PROVIDER: z.enum(['url-only', 'people-data-labs']).default('url-only'),
   /**
    * How long a key record may be served from memory (auth-cache.ts); 0 reads every key from the
    * database. Invalidation is by notification; this only bounds staleness if one is ever lost.
@@ -105,7 +144,19 @@ export type Env = z.infer<typeof EnvSchema>;
 const EnvRules = EnvSchema.refine((e) => e.PAYMENTS_PROVIDER !== 'stripe' || e.STRIPE_SECRET_KEY, {
   message: 'STRIPE_SECRET_KEY is required when PAYMENTS_PROVIDER=stripe',
   path: ['STRIPE_SECRET_KEY'],
-});
+})
+  .refine((e) => (e.LLM_BASE_URL === undefined) === (e.LLM_MODEL === undefined), {
+    message: 'LLM_BASE_URL and LLM_MODEL are set together (both unset: the built-in engine)',
+    path: ['LLM_MODEL'],
+  })
+  .refine((e) => !e.LLM_BASE_URL || (e.LLM_API_STYLE ?? llmApiStyle(e.LLM_BASE_URL)) !== 'azure' || e.LLM_API_KEY, {
+    message: 'LLM_API_KEY is required for an Azure OpenAI deployment',
+    path: ['LLM_API_KEY'],
+  })
+  .refine((e) => e.RESEARCH_PROVIDER !== 'people-data-labs' || e.PDL_API_KEY, {
+    message: 'PDL_API_KEY is required when RESEARCH_PROVIDER=people-data-labs',
+    path: ['PDL_API_KEY'],
+  });
 
 /** Parses an environment record; throws one readable error listing every bad setting. */
 export function parseEnv(env: Record<string, string | undefined>): Env {

@@ -1,3 +1,5 @@
+import type { UsageMeter } from './account/usage-meter.ts';
+import type { AiEngine } from './ai/engine.ts';
 import type { AuthCache } from './auth-cache.ts';
 import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
@@ -6,6 +8,7 @@ import type { RateLimiter } from './limits.ts';
 import type { TrustedProxies } from './net/client-address.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import type { PaymentProcessor } from './payments/processor.ts';
+import type { ProfileResearch } from './research/profile.ts';
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -26,6 +29,12 @@ export interface CoreDeps {
   rateLimiter: RateLimiter;
   /** Charges auto-reloads. */
   payments: PaymentProcessor;
+  /** Drafts ICPs, summarises research, writes messages (ai/engine.ts): a configured LLM or the built-in rules. */
+  ai: AiEngine;
+  /** Counts API calls and operations for api-usage-summary (account/usage-meter.ts). */
+  usage: UsageMeter;
+  /** Looks up a prospect's profile for api-full-request (research/profile.ts). */
+  research: ProfileResearch;
   /**
    * Runs work after the response without delaying or failing it (Node: a tracked promise; Deno:
    * EdgeRuntime.waitUntil). Failures are logged by the implementation.

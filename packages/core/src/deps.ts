@@ -1,3 +1,6 @@
+import { createUsageMeter } from './account/usage-meter.ts';
+import { builtinEngine } from './ai/builtin-engine.ts';
+import type { AiEngine } from './ai/engine.ts';
 import type { AuthCache } from './auth-cache.ts';
 import { type BackgroundRunner, createBackgroundRunner } from './background.ts';
 import type { CoreDeps, Logger } from './context.ts';
@@ -8,6 +11,8 @@ import { createMemoryRateLimiter, type RateLimiter } from './limits.ts';
 import { type TrustedProxies, trustedProxies } from './net/client-address.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
+import type { ProfileResearch } from './research/profile.ts';
+import { urlOnlyResearch } from './research/url-only.ts';
 
 export interface CoreDepsParts {
   db: Sql;
@@ -19,6 +24,10 @@ export interface CoreDepsParts {
   /** Defaults to 600 a minute, in process. */
   rateLimitPerMinute?: number;
   payments?: PaymentProcessor;
+  /** Defaults to the built-in rules engine (works offline). */
+  ai?: AiEngine;
+  /** Defaults to url-only: no lookup, the profile is the URL and a name read from it. */
+  research?: ProfileResearch;
   webhookTimeoutMs?: number;
   /** Hands background promises to the runtime (Supabase: EdgeRuntime.waitUntil). */
   handOff?: (p: Promise<unknown>) => void;
@@ -30,6 +39,8 @@ export interface CoreDepsParts {
   trustedProxies?: TrustedProxies;
   /** Defaults to on: each stored beacon starts the tracker worker (tests that step it by hand turn it off). */
   trackerKick?: boolean;
+  /** How long API-call counts gather in memory before one write (account/usage-meter.ts); default 1 s. */
+  usageFlushMs?: number;
 }
 
 /** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
@@ -44,7 +55,15 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     webhookTimeoutMs: parts.webhookTimeoutMs ?? 10_000,
     rateLimiter: parts.rateLimiter ?? createMemoryRateLimiter({ limit: parts.rateLimitPerMinute ?? 600, windowSeconds: 60 }),
     payments: parts.payments ?? builtinProcessor,
+    ai: parts.ai ?? builtinEngine,
+    research: parts.research ?? urlOnlyResearch,
     background: (name, task) => runner.run(name, task),
+    usage: createUsageMeter({
+      db: parts.db,
+      log: parts.log,
+      background: (name, task) => runner.run(name, task),
+      ...(parts.usageFlushMs !== undefined ? { flushAfterMs: parts.usageFlushMs } : {}),
+    }),
     ...(parts.ip ? { ip: parts.ip } : {}),
     ...(parts.authCache ? { authCache: parts.authCache } : {}),
     ...(parts.sweepSecret ? { sweepSecret: parts.sweepSecret } : {}),

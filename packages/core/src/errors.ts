@@ -2,7 +2,7 @@
  * The one error class. A verb throws an AppError for every expected failure; the HTTP layer
  * renders it as `{ success: false, error }` with `status`. Anything else is unexpected → 500.
  */
-export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 408 | 409 | 413 | 415 | 429 | 500 | 503;
+export type ErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 408 | 409 | 410 | 413 | 415 | 422 | 429 | 500 | 502 | 503;
 
 export class AppError extends Error {
   constructor(

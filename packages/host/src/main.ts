@@ -1,5 +1,15 @@
 import type { AddressInfo } from 'node:net';
-import { AppError, createPartner, isEmptyDatabase, parseEnv, rollOverDuePeriods, sweepWebhookDeliveries, workTrackerQueue } from '@sightline/core';
+import {
+  AppError,
+  createPartner,
+  isEmptyDatabase,
+  parseEnv,
+  purgeIdempotentRequests,
+  rollOverDuePeriods,
+  sweepWebhookDeliveries,
+  workIcpQueue,
+  workTrackerQueue,
+} from '@sightline/core';
 import { buildHostDeps } from './deps.ts';
 import { createNodeServer } from './node-server.ts';
 import { runOperatorCommand } from './operator-commands.ts';
@@ -65,9 +75,12 @@ async function main() {
   const scheduler = startScheduler(
     [
       { name: 'period-rollover', everyMs: env.ROLLOVER_INTERVAL_SECONDS * 1000, run: () => rollOverDuePeriods({ ctx: deps, input: {} }) },
+      { name: 'idempotency-purge', everyMs: 3_600_000, run: () => purgeIdempotentRequests({ ctx: deps, input: {} }) },
       { name: 'webhook-deliveries', everyMs: 60_000, run: () => sweepWebhookDeliveries({ ctx: deps, input: {} }) },
       // Collect kicks the worker after each beacon; this catches what a dead run left behind.
       { name: 'tracker-events', everyMs: 5_000, run: () => workTrackerQueue({ ctx: deps, input: {} }) },
+      // Creates, activations and settled identifications kick these; this retries and catches up.
+      { name: 'icp-work', everyMs: 60_000, run: () => workIcpQueue({ ctx: deps, input: {} }) },
     ],
     deps.log,
   );

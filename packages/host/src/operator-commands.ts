@@ -5,19 +5,27 @@ import {
   AppError,
   type CoreDeps,
   configureAutoReload,
+  configureCreditReload,
+  connectUser,
   consumeIdentification,
+  createConnectLink,
   createDirectAccount,
   createDirectKey,
   createPartner,
+  createProduct,
   creditTopup,
+  disconnectUser,
   findUnstorableText,
   grantCredits,
+  PLANS,
   parseCidrList,
   parseCloudRanges,
   parseCompanyCsv,
   recordInvoice,
   rollOverDuePeriods,
   setBilling,
+  setPlan,
+  setTrial,
   settleInvoice,
   storeCompanies,
   storeRanges,
@@ -235,6 +243,83 @@ const commands = {
     usage: 'grant-credits --account-id A --credits N',
     schema: z.object({ 'account-id': uuid('account-id'), credits: int('credits').refine((n) => n > 0, '--credits must be positive') }),
     run: (deps, f) => grantCredits({ ctx: deps, input: { accountId: f['account-id'], credits: f.credits } }),
+  }),
+  'create-product': command({
+    usage: 'create-product --account-id A --name N [--url U] [--description D]',
+    schema: z.object({
+      'account-id': uuid('account-id'),
+      name: z.string({ message: '--name is required' }),
+      url: z.string().optional(),
+      description: z.string().optional(),
+    }),
+    run: async (deps, f) => {
+      const product = await createProduct({
+        ctx: deps,
+        input: { accountId: f['account-id'], product: { name: f.name, url: f.url, description: f.description } },
+      });
+      return { product_id: product.id, account_id: f['account-id'], ...product };
+    },
+  }),
+  'set-plan': command({
+    usage: 'set-plan --account-id A --plan free|starter|growth|pro   (ICP limits 1, 3, 6, unlimited)',
+    schema: z.object({
+      'account-id': uuid('account-id'),
+      plan: z.enum(PLANS, { message: '--plan must be free, starter, growth or pro' }),
+    }),
+    run: (deps, f) => setPlan({ ctx: deps, input: { accountId: f['account-id'], plan: f.plan } }),
+  }),
+  'connect-link': command({
+    usage: 'connect-link --account-id A [--page-url U]   (U: the server’s connect page, e.g. https://api.example.com/functions/v1/connect)',
+    schema: z.object({
+      'account-id': uuid('account-id'),
+      'page-url': z.url({ protocol: /^https?$/, message: '--page-url must be an http(s) URL' }).optional(),
+    }),
+    run: (deps, f) => createConnectLink({ ctx: deps, input: { accountId: f['account-id'], pageUrl: f['page-url'] } }),
+  }),
+  'connect-user': command({
+    usage: 'connect-user --account-id A [--name N] [--linkedin-url U] [--title T] [--company C]   (a link made and completed at once)',
+    schema: z.object({
+      'account-id': uuid('account-id'),
+      name: z.string().optional(),
+      'linkedin-url': z.string().optional(),
+      title: z.string().optional(),
+      company: z.string().optional(),
+    }),
+    run: (deps, f) =>
+      connectUser({
+        ctx: deps,
+        input: { accountId: f['account-id'], name: f.name, linkedinUrl: f['linkedin-url'], title: f.title, company: f.company },
+      }),
+  }),
+  'disconnect-user': command({
+    usage: 'disconnect-user --account-id A --user-id U',
+    schema: z.object({ 'account-id': uuid('account-id'), 'user-id': uuid('user-id') }),
+    run: (deps, f) => disconnectUser({ ctx: deps, input: { accountId: f['account-id'], userId: f['user-id'] } }),
+  }),
+  'set-trial': command({
+    usage: 'set-trial --account-id A --days N   (the trial ends N days from now; 0 ends it now)',
+    schema: z.object({ 'account-id': uuid('account-id'), days: int('days').max(3650, '--days must be at most 3650') }),
+    run: (deps, f) => setTrial({ ctx: deps, input: { accountId: f['account-id'], days: f.days } }),
+  }),
+  'set-credit-reload': command({
+    usage: 'set-credit-reload --account-id A --amount N --price-pence P --card pm_x [--customer cus_x]   (what a credit auto-reload buys)',
+    schema: z.object({
+      'account-id': uuid('account-id'),
+      amount: int('amount')
+        .refine((n) => n > 0, '--amount must be positive')
+        .refine((n) => n <= 1_000_000_000, '--amount must be at most 1000000000'),
+      'price-pence': z.coerce
+        .number({ message: '--price-pence must be a number' })
+        .positive('--price-pence must be positive')
+        .max(1_000_000, '--price-pence must be at most 1000000'),
+      card: z.string({ message: '--card is required' }).min(1, '--card is required'),
+      customer: z.string().min(1).optional(),
+    }),
+    run: (deps, f) =>
+      configureCreditReload({
+        ctx: deps,
+        input: { accountId: f['account-id'], amount: f.amount, pricePence: f['price-pence'], paymentMethodId: f.card, customerId: f.customer },
+      }),
   }),
   'roll-over': command({
     usage: 'roll-over   (run the period rollover sweep now)',

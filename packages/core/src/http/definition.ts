@@ -38,6 +38,11 @@ export interface FunctionDefinition {
   policy: Policy;
   /** Defaults to `json` for POST and `none` for GET. */
   body?: BodyKind;
+  /**
+   * The operation api-usage-summary counts each authenticated call under (`by_operation`), beside
+   * `api_calls`; absent: counted as an API call only (the verb counts what it does, if anything).
+   */
+  meteredAs?: string;
   /** Identifies IPs: a host serving it alone (a Supabase function) loads the local IP data. */
   usesIpData?: boolean;
   register(app: FunctionApp): void;

@@ -34,7 +34,11 @@ export function describeValidationIssues(issues: readonly ZodIssueLike[]): strin
   const parts = issues.slice(0, 5).map((i) => {
     const field = i.path.map(String).join('.') || 'body';
     if (i.code === 'invalid_type' && /received undefined/.test(i.message)) return `${field} is required`;
-    if (i.code === 'unrecognized_keys') return i.message.replace(/^Unrecognized keys?/, 'unknown field(s)');
+    if (i.code === 'unrecognized_keys') {
+      // Inside a nested object the message alone would not say where: `template: unknown field(s) …`.
+      const message = i.message.replace(/^Unrecognized keys?/, 'unknown field(s)');
+      return i.path.length ? `${field}: ${message}` : message;
+    }
     return `${field}: ${i.message}`;
   });
   return parts.join('; ');

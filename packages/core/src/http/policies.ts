@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
+import { assertConnectedUser } from '../account/assert-connected-user.ts';
 import { authenticateKey, authenticatePartner, findKeyRecord } from '../auth/authenticate.ts';
 import type { Caller, PartnerCaller } from '../context.ts';
 import { AppError, unauthorized } from '../errors.ts';
@@ -199,18 +200,13 @@ export const policies = {
   idempotentConnectedUser: connectedUserPolicy(IdempotentUserHeaders),
 
   /** A visitor's browser on a customer's site: no key, CORS for every origin, no credentials. */
-  publicTracker: {
-    description: 'No key: called by the tracker script from visitors’ browsers',
-    authenticate: async (c) => {
-      const deps = c.get('deps');
-      const ip = clientAddress(deps.remoteAddressOf?.(c.env), c.req.header('x-forwarded-for'), deps.trustedProxies);
-      return { kind: 'visitor', origin: c.req.header('origin'), ip };
-    },
-    middleware: [],
-    errors: {},
-    security: [],
-    cors: true,
-  } satisfies Policy,
+  publicTracker: publicPolicy('No key: called by the tracker script from visitors’ browsers', { cors: true }),
+
+  /**
+   * Someone holding a connect link (its page, and completing it): no key — the link's token in the
+   * body is the credential — and no CORS, because only the link's own page, on this origin, calls it.
+   */
+  publicLink: publicPolicy('No key: the connect link’s token, in the body, is the credential', { cors: false }),
 
   /** The scheduler: `Authorization: Bearer $SWEEP_SECRET`; without a configured secret nobody may. */
   sweep: {
@@ -227,6 +223,22 @@ export const policies = {
     cors: false,
   } satisfies Policy,
 } satisfies Record<string, Policy>;
+
+/** No credential: the caller is whoever is at the other end, known by the address the server saw. */
+function publicPolicy(description: string, opts: { cors: boolean }): Policy {
+  return {
+    description,
+    authenticate: async (c) => {
+      const deps = c.get('deps');
+      const ip = clientAddress(deps.remoteAddressOf?.(c.env), c.req.header('x-forwarded-for'), deps.trustedProxies);
+      return { kind: 'visitor', origin: c.req.header('origin'), ip };
+    },
+    middleware: [],
+    errors: {},
+    security: [],
+    cors: opts.cors,
+  };
+}
 
 function accountKeyPolicy(description: string): Policy {
   return {
@@ -245,6 +257,7 @@ function connectedUserPolicy(headers: typeof UserHeaders | typeof IdempotentUser
     authenticate: async (c) => {
       const key = await findKeyRecord(accessKey(c));
       const h = parseHeaders(headers, c);
+      await assertConnectedUser({ ctx: c.get('deps'), input: { accountId: key.accountId, userId: h['x-user-id'] } });
       return {
         kind: 'connected-user',
         key,
@@ -253,7 +266,11 @@ function connectedUserPolicy(headers: typeof UserHeaders | typeof IdempotentUser
       };
     },
     middleware: [],
-    errors: { 400: 'A missing or malformed x-user-id (or x-idempotency-key)', 401: KEY_401 },
+    errors: {
+      400: 'A missing or malformed x-user-id (or x-idempotency-key)',
+      401: KEY_401,
+      403: 'x-user-id is not a user connected to the key’s account',
+    },
     headers,
     security: [{ AccessKey: [] }],
     cors: false,

@@ -1,6 +1,6 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
-import type { CoreDeps, KeyRecord, PartnerCaller } from '../context.ts';
+import type { ConnectedUserCaller, CoreDeps, KeyRecord, PartnerCaller } from '../context.ts';
 import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.ts';
 import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv, type ServerOptions } from './definition.ts';
 import { renderError } from './envelope.ts';
@@ -26,10 +26,21 @@ export function functionAppParts(app: FunctionApp): FunctionAppParts | undefined
   return partsOf.get(app);
 }
 
-/** Authenticates with the function's policy; the caller it returns is what the route acts for. */
+/**
+ * Authenticates with the function's policy; the caller it returns is what the route acts for. A
+ * caller with an account is counted for api-usage-summary: the call, and the function's metered
+ * operation (in memory; account/usage-meter.ts writes the counts in batches).
+ */
 function authenticate(def: FunctionDefinition): MiddlewareHandler<HonoEnv> {
   return async (c, next) => {
-    c.set('caller', await def.policy.authenticate(c));
+    const caller = await def.policy.authenticate(c);
+    c.set('caller', caller);
+    const accountId = caller.kind === 'connected-user' ? caller.key.accountId : 'accountId' in caller ? caller.accountId : null;
+    if (accountId) {
+      const usage = c.get('deps').usage;
+      usage.count(accountId, 'api_call');
+      if (def.meteredAs) usage.count(accountId, def.meteredAs);
+    }
     await next();
   };
 }
@@ -99,4 +110,19 @@ export function callerKey(c: Context<HonoEnv>): KeyRecord {
   if (caller.kind === 'partner' || caller.kind === 'account-key') return caller;
   if (caller.kind === 'connected-user') return caller.key;
   throw new Error(`a key verb was called for a ${caller.kind} caller`);
+}
+
+/** The connected user behind a request under a connected-user policy. */
+export function connectedUserOf(c: Context<HonoEnv>): ConnectedUserCaller {
+  const caller = c.get('caller');
+  if (caller.kind !== 'connected-user') throw new Error(`a connected-user route ran for a ${caller.kind} caller`);
+  return caller;
+}
+
+/** The same under `idempotentConnectedUser`, whose policy has already required the key. */
+export function idempotentUserOf(c: Context<HonoEnv>): ConnectedUserCaller & { idempotencyKey: string } {
+  const caller = connectedUserOf(c);
+  const { idempotencyKey } = caller;
+  if (!idempotencyKey) throw new Error('an idempotent route ran without x-idempotency-key');
+  return { ...caller, idempotencyKey };
 }

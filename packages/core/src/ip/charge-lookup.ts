@@ -1,3 +1,4 @@
+import { startCreditReload } from '../account/run-credit-reload.ts';
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, sqlCall } from '../errors.ts';
 import { recordApiLookup } from './record-api-lookup.ts';
@@ -57,10 +58,11 @@ export async function chargeLookupCredits({
   const { verdict } = input;
   const cost = costOf(input.operation, verdict);
   const [kept] = await sqlCall(
-    () => ctx.db<{ result: string; ttl_ms: number }>`
-      select result::text as result, ttl_ms from sl_charge_lookup(${input.accountId}, ${input.operation}, ${verdict.ip}::inet, ${cost},
+    () => ctx.db<{ result: string; ttl_ms: number; reload: boolean }>`
+      select result::text as result, ttl_ms, reload from sl_charge_lookup(${input.accountId}, ${input.operation}, ${verdict.ip}::inet, ${cost},
                                           ${JSON.stringify(verdict)}::text::jsonb, ${`${CACHE_TTL_SECONDS} seconds`}::interval)`,
   );
+  if (kept?.reload) startCreditReload(ctx, input.accountId);
   const ipDeps = ctx.ip;
   if (!kept || !ipDeps) return;
   const cacheKey = lookupCacheKey(input.operation, input.accountId, verdict.ip);

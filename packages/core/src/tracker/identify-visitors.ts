@@ -1,4 +1,5 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
+import { kickIcpScoring } from '../icp/score-identifications.ts';
 import { type Resolution, resolveIp, type Verdict } from '../ip/resolve-ip.ts';
 import type { PersonMatch } from '../ip/types.ts';
 import { runAutoReload } from '../ledger/run-auto-reload.ts';
@@ -175,5 +176,7 @@ export async function identifyVisitors({
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, claimed.length) }, lane));
     for (const partnerAccountId of partners) ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId } }));
   }
+  // New identifications are scored against their account's active ICPs at once, not at the next sweep.
+  if (report.identified > 0) kickIcpScoring(ctx);
   return report;
 }

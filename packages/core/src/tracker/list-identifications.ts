@@ -7,7 +7,10 @@ export const ListIdentificationsInput = z.object({
   website_id: Uuid.openapi({ description: 'A website of the key’s account' }),
   status: z.enum(['pending', 'identified', 'failed'], whenGiven('must be pending, identified or failed')).optional(),
   type: z.enum(['individual', 'company'], whenGiven('must be individual or company')).optional(),
-  qualified: QueryBoolean.optional().openapi({ type: 'boolean', description: 'Filter by ICP qualification (any ICP score qualified)' }),
+  qualified: QueryBoolean.optional().openapi({
+    type: 'boolean',
+    description: 'Filter by ICP qualification: true lists identifications an active ICP of the account qualifies, false the rest',
+  }),
   limit: PageLimit.default(100),
   offset: PageOffset.default(0),
 });
@@ -51,8 +54,10 @@ export type Identification = z.infer<typeof Identification>;
 
 /**
  * identification-list: the identifications of one website of the key's account, newest first.
- * A website of another account is a 404, as one that does not exist. ICP scores come from the
- * account's ICPs; until it has any, nothing is qualified.
+ * A website of another account is a 404, as one that does not exist. `icp_scores` are the scores
+ * against the account's active ICPs, highest first (icp/score-identifications.ts writes them); a
+ * paused ICP's scores are hidden until it is active again. `qualified=true` lists what any active ICP
+ * qualifies, `false` the rest.
  */
 export async function listIdentifications({
   ctx,
@@ -74,7 +79,12 @@ export async function listIdentifications({
       case when i.status = 'identified' then jsonb_build_object(
         'name', i.company_name, 'domain', i.domain, 'industry', i.industry, 'employee_count', i.employee_range,
         'location', coalesce(i.location, nullif(i.country, '')), 'linkedin_url', i.company_linkedin_url) end as company,
-      '[]'::jsonb as icp_scores,
+      coalesce((
+        select jsonb_agg(jsonb_build_object('icp_id', p.id, 'icp_name', p.name, 'score', s.score, 'qualified', s.qualified,
+                                            'ai_summary', s.ai_summary) order by s.score desc, p.created_at, p.id)
+        from icp_scores s join icps p on p.id = s.icp_id
+        where s.identification_id = i.id and p.account_id = ${input.key.accountId}::uuid and p.workflow_status = 'active'
+      ), '[]'::jsonb) as icp_scores,
       jsonb_build_object(
         'pages_visited', coalesce(v.pages_viewed, 0), 'duration_seconds', coalesce(v.active_ms / 1000, 0),
         'referrer', coalesce(v.referrer, '')) as session
@@ -83,8 +93,10 @@ export async function listIdentifications({
     where i.website_id = ${site.id}
       and (${input.status ?? null}::text is null or i.status = ${input.status ?? null})
       and (${input.type ?? null}::text is null or i.identification_type = ${input.type ?? null})
-      -- No ICP scores exist yet, so no identification is qualified.
-      and (${input.qualified ?? null}::boolean is null or ${input.qualified ?? null}::boolean = false)
+      -- Qualified: some active ICP of the account qualifies it (a paused ICP's scores do not count).
+      and (${input.qualified ?? null}::boolean is null or ${input.qualified ?? null}::boolean = exists (
+        select 1 from icp_scores s join icps p on p.id = s.icp_id
+        where s.identification_id = i.id and s.qualified and p.account_id = ${input.key.accountId}::uuid and p.workflow_status = 'active'))
     order by i.created_at desc, i.id
     limit ${input.limit} offset ${input.offset}`;
   });

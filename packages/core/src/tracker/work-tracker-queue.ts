@@ -1,3 +1,4 @@
+import { coalescedKick } from '../background.ts';
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { type AggregationReport, aggregateTrackerEvents } from './aggregate-events.ts';
 import { type IdentificationReport, identifyVisitors } from './identify-visitors.ts';
@@ -17,32 +18,9 @@ export async function workTrackerQueue({ ctx, input }: VerbArgs<{ maxClaims?: nu
   return { visits, identifications };
 }
 
-/** Per process: whether a kicked run is under way, and whether another beacon arrived meanwhile. */
-const running = new WeakMap<CoreDeps, { again: boolean }>();
+const kickTracker = coalescedKick('tracker-queue', (ctx) => workTrackerQueue({ ctx, input: { maxClaims: 20 } }));
 
-/**
- * Starts the tracker worker after a beacon was stored, off the request (Node: a tracked promise;
- * Supabase: EdgeRuntime.waitUntil), so a visit is identified within moments instead of at the next
- * sweep. One run per process at a time: beacons arriving during a run ask for one more run, so a
- * burst costs a few runs, not one per beacon. A run that dies leaves its leased claims to the sweep.
- */
+/** Identifies right after a beacon is stored, unless the host steps the worker itself (trackerKick off). */
 export function kickTrackerQueue(ctx: CoreDeps): void {
-  if (!ctx.trackerKick) return;
-  const state = running.get(ctx);
-  if (state) {
-    state.again = true;
-    return;
-  }
-  const mine = { again: false };
-  running.set(ctx, mine);
-  ctx.background('tracker-queue', async () => {
-    try {
-      do {
-        mine.again = false;
-        await workTrackerQueue({ ctx, input: { maxClaims: 20 } });
-      } while (mine.again);
-    } finally {
-      running.delete(ctx);
-    }
-  });
+  if (ctx.trackerKick) kickTracker(ctx);
 }

@@ -1,0 +1,61 @@
+import { createRoute, type z } from '@hono/zod-openapi';
+import {
+  errorResponse,
+  FullRequestInput,
+  type FunctionDefinition,
+  idempotentUserOf,
+  jsonAnswer,
+  MessageProcessing,
+  MessageResult,
+  NotEnoughCredits,
+  openapi,
+  policies,
+  requestFullMessage,
+  writtenJson,
+} from '@sightline/core';
+import { jsonBody, succeeded } from '../_shared/schemas.ts';
+
+export const MessageResultResponse = succeeded(MessageResult, 'MessageResultResponse');
+
+export const route = createRoute({
+  method: 'post',
+  path: '/',
+  summary: 'Research a prospect and write them a personalised message, on behalf of a connected user',
+  description:
+    'Costs research 3 credits (skipped with `research_summary`) plus message 2 credits, debited in the transaction that stores the message. ' +
+    'The first request waits up to 25 s for the result, then answers 202 and finishes in the background. Repeating the request with the same ' +
+    'x-idempotency-key answers 202 while it is in progress and the original result (the same bytes) once it is complete: never a second message ' +
+    'or charge. A refusal (402, 403, 404) or a provider failure (502) gives the key back.',
+  request: { body: jsonBody(FullRequestInput) },
+  responses: {
+    200: jsonAnswer('The message result (spec: Message result); a repeat answers the stored body byte for byte', MessageResultResponse),
+    202: jsonAnswer('A request with this x-idempotency-key is in progress; repeat it with the same key and body for the result', MessageProcessing),
+    400: errorResponse(
+      'Validation error naming the field and rule: prospect_url not a personal profile URL (https://[www.]linkedin.com/in/<slug>), a field too long, an unknown field',
+    ),
+    402: jsonAnswer('The balance does not cover research and message; refused before any provider is called', NotEnoughCredits),
+    403: errorResponse('x-user-id is not connected to the key’s account, or product_id is a product of another account'),
+    404: errorResponse('product_id names no product'),
+    422: errorResponse('x-idempotency-key was already used for a different request'),
+    502: errorResponse('The research provider or the AI engine failed; the message names the step. Nothing was charged; the key may be reused'),
+  },
+});
+
+export const apiFullRequest: FunctionDefinition = {
+  name: 'api-full-request',
+  mount: 'functions',
+  method: 'POST',
+  policy: policies.idempotentConnectedUser,
+  register(app) {
+    openapi(app, route, async (c) => {
+      const caller = idempotentUserOf(c);
+      const outcome = await requestFullMessage({
+        ctx: c.get('deps'),
+        input: { accountId: caller.key.accountId, userId: caller.userId, idempotencyKey: caller.idempotencyKey, request: c.req.valid('json') },
+      });
+      if (outcome.status === 202) return c.json(outcome.body, 202);
+      // The JSON text sl_complete_message wrote and the key keeps: answered as stored, now and on every repeat.
+      return writtenJson<z.infer<typeof MessageResultResponse>>(c, outcome.body);
+    });
+  },
+};
