@@ -30,7 +30,9 @@ afterAll(async () => {
 
 const base = () => `http://127.0.0.1:${server?.port}/functions/v1`;
 
-describe('npm start on the embedded default', () => {
+// Each admin call and restart is a whole tsx process starting cold; on a busy 2-core machine one takes
+// seconds, so these tests get more than the suite's default 30 s.
+describe('npm start on the embedded default', { timeout: 90_000 }, () => {
   it('prints the demo partner key once, with a curl example', () => {
     expect(demoKey).toMatch(/^sl_/);
     expect(server?.stdout()).toContain(`curl -s http://localhost:${server?.port}/functions/v1/partner-pool-state -H "x-access-key: ${demoKey}"`);
