@@ -1,12 +1,9 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { parentPort, Worker, workerData } from 'node:worker_threads';
-import { serve } from '@hono/node-server';
 import autocannon from 'autocannon';
 import { buildHost } from '../packages/host/src/build.ts';
 import { TEST_SECRET, type TestEnv } from '../tests/support/app.ts';
-import { childEnv, startHost } from '../tests/support/process.ts';
+import { BUILT_MAIN, childEnv, startHost } from '../tests/support/process.ts';
 
 /** Shared by every bench so their figures are comparable. */
 export const CONNECTIONS = 32;
@@ -24,24 +21,6 @@ export function benchDuration(): number {
 export interface Listening {
   url: string;
   close(): Promise<void>;
-}
-
-/** A real HTTP server on a free loopback port, the way `npm start` serves the app. */
-export async function listen(app: { fetch: (req: Request) => Response | Promise<Response> }): Promise<Listening> {
-  return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
-      resolve({
-        url: `http://127.0.0.1:${info.port}`,
-        close: () =>
-          new Promise<void>((done, fail) => {
-            server.close((err) => (err ? fail(err) : done()));
-            // autocannon leaves keep-alive sockets behind; without this close() waits for their idle timeout.
-            if ('closeAllConnections' in server) (server as Server).closeAllConnections();
-          }),
-      });
-    });
-    server.once('error', reject);
-  });
 }
 
 export interface Target {
@@ -178,27 +157,32 @@ export function setting(name: string, fallback: number, min = 1): number {
   return n;
 }
 
+export interface BenchServer extends Listening {
+  /** Where and how the server runs, for the report's header. */
+  where: string;
+  /** The process whose memory is the server's (for `npm start`, the node process tsx launches). */
+  rss(): Promise<number | undefined>;
+  /** Runs an operator command the way its CLI would against this server's database. */
+  operator(command: string, flags: Record<string, string>): Promise<Record<string, unknown>>;
+}
+
 /**
- * Where the HTTP benches send their load. On Postgres: the production build of the host in its own
- * node process (see server-entry.ts), so the figures are those of `npm run serve`, with no tsx in
- * the server and no load generator in its process. On the embedded database, which a second
- * process cannot share, the app is served from this process instead.
+ * Where the HTTP benches send their load: `npm run serve` (the production build under plain node)
+ * on the bench's Postgres database, in a process of its own, with its scheduler running as in
+ * production. A bench's load generator and seeding never share the measured process.
  */
 export async function serveForBench(
   env: TestEnv,
   opts: {
     pool: number;
     ipData: boolean;
-    /** Extra server environment (e.g. TRUSTED_PROXIES); Postgres only. */
+    /** Extra server environment (e.g. TRUSTED_PROXIES). */
     env?: Record<string, string>;
   },
-): Promise<Listening & { where: string }> {
-  if (!env.url) {
-    env.app.get('/bench/bare', (c) => c.json({ success: true }));
-    return { ...(await listen(env.app)), where: 'this process (tsx), embedded PGlite' };
-  }
-  await buildHost({ 'bench-server': 'bench/server-entry.ts' });
-  // childEnv: no Redis, as the ip bench states (an in-process hot cache, like `npm run serve` alone).
+): Promise<BenchServer> {
+  if (!env.url) throw new Error('this bench serves `npm run serve` on Postgres: set DATABASE_URL (see README, Benchmarks)');
+  await buildHost();
+  // childEnv: no Redis, so the hot cache is the in-process one `npm run serve` builds without it.
   const serverEnv = childEnv({
     DATABASE_URL: env.url,
     SIGHTLINE_SECRET: TEST_SECRET,
@@ -209,10 +193,74 @@ export async function serveForBench(
     HOST: '127.0.0.1',
     ...opts.env,
   });
-  const server = await startHost(serverEnv, 60_000, { entry: 'packages/host/dist/bench-server.mjs' });
+  const server = await startHost(serverEnv, 60_000, { entry: BUILT_MAIN });
+  const pid = server.proc.pid as number;
+  const { runOperatorCommand } = await import('../packages/host/src/operator-commands.ts');
   return {
     url: `http://127.0.0.1:${server.port}`,
-    where: `npm run build output under plain node, its own process (pid ${server.proc.pid}), postgres.js pool ${opts.pool}`,
+    where: `npm run serve (the build under plain node, pid ${pid}), Postgres, postgres.js pool ${opts.pool}`,
+    rss: () => rssOf(pid),
+    operator: async (command, flags) => (await runOperatorCommand(env.deps, command, flags)) as Record<string, unknown>,
+    close: async () => {
+      await server.stop();
+    },
+  };
+}
+
+/**
+ * `npm start` on the embedded default (PGlite in a fresh data directory), in a process of its own.
+ * Nothing else may open its database, so seeding goes through the operator endpoint the CLI uses
+ * while the server holds the files (loopback, with the data directory's token).
+ */
+export async function startEmbeddedForBench(opts: { ipData: boolean }): Promise<BenchServer & { dataDir: string }> {
+  const { mkdtemp, readFile, rm } = await import('node:fs/promises');
+  const path = await import('node:path');
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'sightline-bench-'));
+  // What `npm start` runs: the build, then the server under plain node.
+  await buildHost();
+  const server = await startHost(
+    childEnv({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', IP_DATA: opts.ipData ? '1' : '0', DEMO_PARTNER: '0' }),
+    120_000,
+    { entry: BUILT_MAIN },
+  );
+  const pid = server.proc.pid as number;
+  const url = `http://127.0.0.1:${server.port}`;
+  return {
+    url,
+    dataDir,
+    where: `npm start (the build under plain node, pid ${pid}), embedded PGlite in a fresh data directory`,
+    rss: () => rssOf(pid),
+    operator: async (command, flags) => {
+      const { token } = JSON.parse(await readFile(path.join(dataDir, 'server.json'), 'utf8')) as { token: string };
+      const res = await fetch(`${url}/_operator/${command}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(flags),
+      });
+      const body = (await res.json()) as Record<string, unknown>;
+      if (res.status !== 200) throw new Error(`operator ${command} answered ${res.status}: ${JSON.stringify(body)}`);
+      return body;
+    },
+    close: async () => {
+      await server.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The HTTP baseline (bench/baseline-server.ts): a plain Hono app with one JSON route, bundled like
+ * the host and run under plain node in its own process. `path` is its one route.
+ */
+export async function startBaseline(): Promise<Listening & { path: string; rss(): Promise<number | undefined> }> {
+  const outdir = new URL('./.build/', import.meta.url).pathname;
+  await buildHost({ 'baseline-server': 'bench/baseline-server.ts' }, outdir);
+  const server = await startHost(childEnv({ PORT: '0', HOST: '127.0.0.1' }), 30_000, { entry: `${outdir}baseline-server.mjs` });
+  const pid = server.proc.pid as number;
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    path: '/bare',
+    rss: () => rssOf(pid),
     close: async () => {
       await server.stop();
     },
@@ -367,3 +415,85 @@ export function countedTable(results: CountedResult[]): string {
     ],
   );
 }
+
+/**
+ * One measured figure, printed as one JSON line at the end of a bench; `npm run bench` (no argument)
+ * collects these lines from every bench into bench/REPORT.md.
+ *
+ * `goal` is a small, checkable sentence over the figure's own fields: clauses like `ratio >= 10` or
+ * `ours <= 50`, joined by ` and ` (`ours`, `baseline` and `ratio`; operators >=, <=, ==). An empty goal
+ * means the figure is reported, not judged. `baseline` and `ratio` are null where a figure has no
+ * baseline (a wall time, a count).
+ */
+export interface Figure {
+  bench: string;
+  metric: string;
+  ours: number;
+  baseline: number | null;
+  ratio: number | null;
+  goal: string;
+  unit: string;
+}
+
+const GOAL_CLAUSE = /^(ours|baseline|ratio)\s*(>=|<=|==)\s*(-?\d+(?:\.\d+)?(?:e\d+)?)$/;
+
+/** Whether a figure meets its goal; undefined when it has none. A malformed goal is a bench bug. */
+export function meetsGoal(f: Figure): boolean | undefined {
+  if (!f.goal.trim()) return undefined;
+  return f.goal.split(/\s+and\s+/).every((clause) => {
+    const m = GOAL_CLAUSE.exec(clause.trim());
+    if (!m) throw new Error(`bench ${f.bench}: unreadable goal clause "${clause}" in "${f.goal}"`);
+    const value = f[m[1] as 'ours' | 'baseline' | 'ratio'];
+    if (value === null || !Number.isFinite(value)) return false;
+    const limit = Number(m[3]);
+    return m[2] === '>=' ? value >= limit : m[2] === '<=' ? value <= limit : value === limit;
+  });
+}
+
+/** A figure with its ratio worked out from ours and baseline (null without a baseline). */
+export function figure(bench: string, metric: string, f: { ours: number; baseline?: number | null; goal?: string; unit: string }): Figure {
+  const baseline = f.baseline ?? null;
+  const ratio = baseline === null || baseline === 0 ? null : Math.round((f.ours / baseline) * 10_000) / 10_000;
+  const out: Figure = { bench, metric, ours: f.ours, baseline, ratio, goal: f.goal ?? '', unit: f.unit };
+  meetsGoal(out); // a typo in a goal fails the bench that wrote it, not the report
+  return out;
+}
+
+/** Prints the figures last, one JSON line each, and sets a failing exit code for none of them: missing a goal is a finding. */
+export function printFigures(figures: Figure[]): void {
+  process.stdout.write(`\n${figures.map((f) => JSON.stringify(f)).join('\n')}\n`);
+}
+
+/** Resident set size of another process, in MB, from /proc (Linux); undefined where unreadable. */
+export async function rssOf(pid: number): Promise<number | undefined> {
+  try {
+    const { readFile } = await import('node:fs/promises');
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+    return kb === undefined ? undefined : Math.round(Number(kb) / 102.4) / 10;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Ours against the plain Hono baseline over HTTP, both their own processes, the same load generator
+ * and connection count: warm-up for each, then baseline, ours, ours, baseline (load from anything
+ * else on the machine drifts over a run this long; the mirrored order gives both the same average
+ * position in time, so a linear drift cancels out of the ratio). Throws on any unsuccessful
+ * response: a run with errors makes every figure suspect.
+ */
+export async function compareWithBaseline(ours: Target, baseline: Target, seconds: number) {
+  for (const t of [baseline, ours]) await drive(t, WARMUP_SECONDS);
+  const runs: Measured[] = [];
+  for (const t of [baseline, ours, ours, baseline]) runs.push({ name: t.name, result: await drive(t, seconds) });
+  const broken = runs.flatMap(({ name, result }) => {
+    const why = failures(result);
+    return why ? [`${name}: ${why}`] : [];
+  });
+  if (broken.length) throw new Error(`unsuccessful responses during the measured runs: ${broken.join(' | ')}`);
+  return { runs, baseline: combine(baseline.name, runs), ours: combine(ours.name, runs) };
+}
+
+/** The memory goal for the server a bench measured, MB after load: `npm run serve` on Postgres, or `npm start` embedded. */
+export const memoryGoal = (embedded: boolean) => (embedded ? 'ours <= 300' : 'ours <= 150');

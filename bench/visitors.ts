@@ -12,10 +12,14 @@ import {
   countedRate,
   countedTable,
   driveCounted,
+  figure,
   formatTable,
   machineLine,
+  memoryGoal,
+  printFigures,
   serveForBench,
   setting,
+  startBaseline,
   verdict,
   WARMUP_SECONDS,
 } from './lib.ts';
@@ -46,7 +50,7 @@ import {
  * Baseline, the same run, the same server, the same requests: the same list-visitors query with the
  * indexes by label dropped (visitors_by_label, api_lookups_by_label), so the rows carrying the
  * matched labels are found by scanning the window's rows, the scan the search dictionary exists to
- * avoid. (The bare route /bench/bare is measured too, as the HTTP floor.)
+ * avoid. (A plain Hono route in its own process is measured too, as the HTTP floor.)
  *
  * Settings: BENCH_SECONDS (15 per measured run), BENCH_ROWS (1,000,000), BENCH_SMALL_ROWS
  * (BENCH_ROWS / 10), BENCH_POOL (10, the host's default DATABASE_POOL_MAX).
@@ -343,12 +347,14 @@ export async function run(): Promise<void> {
     const seedSmall = (performance.now() - t0) / 1000;
 
     const server = await serveForBench(env, { pool, ipData: false });
+    const baseline = await startBaseline();
     const results: CountedResult[] = [];
     try {
       const origin = server.url;
       const list = (name: string, secs: number) => driveCounted({ name, origin, method: 'GET', requests, connections: CONNECTIONS, seconds: secs });
+      // The plain Hono route in its own process: what HTTP alone costs at this load, for scale.
       const bare = (name: string, secs: number) =>
-        driveCounted({ name, origin, method: 'GET', requests: [{ path: '/bench/bare' }], connections: CONNECTIONS, seconds: secs });
+        driveCounted({ name, origin: baseline.url, method: 'GET', requests: [{ path: baseline.path }], connections: CONNECTIONS, seconds: secs });
 
       process.stdout.write(
         [
@@ -366,7 +372,8 @@ export async function run(): Promise<void> {
       const matchSmall = await totals(origin, child.child.key, requests);
       await bare('bare (warm-up)', WARMUP_SECONDS);
       await list('warm-up', WARMUP_SECONDS);
-      results.push(await bare(`bare @ ${smallRows}`, seconds));
+      const bareSmall = await bare(`plain Hono route (baseline) @ ${smallRows}`, seconds);
+      results.push(bareSmall);
       const small = await list(`list-visitors @ ${smallRows}`, seconds);
       results.push(small);
 
@@ -383,12 +390,13 @@ export async function run(): Promise<void> {
       );
       const matchLarge = await totals(origin, child.child.key, requests);
       await list('warm-up', WARMUP_SECONDS);
-      results.push(await bare(`bare @ ${rows}`, seconds));
+      results.push(await bare(`plain Hono route (baseline) @ ${rows}`, seconds));
       const large = await list(`list-visitors @ ${rows}`, seconds);
       results.push(large);
       // One connection: the service time of a request, without queueing behind the other seven.
       const alone = await driveCounted({ name: `list-visitors @ ${rows}, 1 connection`, origin, method: 'GET', requests, connections: 1, seconds });
       results.push(alone);
+      const rss = (await server.rss()) ?? Number.NaN;
 
       // A restarted server (a fresh pool) whose first requests are the dashboard's default (no
       // search, the last 30 days), then the searches: on each pooled connection the two share one
@@ -514,8 +522,24 @@ export async function run(): Promise<void> {
         return why ? [`${r.name}: ${why}`] : [];
       });
       if (broken.length) throw new Error(`unsuccessful responses: ${broken.join(' | ')}`);
+      printFigures([
+        figure('visitors', `list-visitors p99 @ ${rows} rows, ${CONNECTIONS} connections`, {
+          ours: large.p99,
+          goal: `ours <= ${MAX_P99_MS}`,
+          unit: 'ms',
+        }),
+        figure('visitors', `list-visitors req/s @ ${rows} rows vs plain Hono`, {
+          ours: countedRate(large),
+          baseline: countedRate(bareSmall),
+          unit: 'req/s',
+        }),
+        figure('visitors', `p50 cost @ ${rows} vs @ ${smallRows} rows`, { ours: large.p50, baseline: small.p50, unit: 'ms' }),
+        figure('visitors', `p99 @ ${rows} vs @ ${smallRows} rows`, { ours: large.p99, baseline: small.p99, unit: 'ms' }),
+        figure('visitors', 'server RSS after load (npm run serve, Postgres)', { ours: rss, goal: memoryGoal(false), unit: 'MB' }),
+      ]);
     } finally {
       await server.close();
+      await baseline.close();
     }
   } finally {
     await env.close();

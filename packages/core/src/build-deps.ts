@@ -52,6 +52,11 @@ export interface HostRuntime {
    * deployed without its data still serves everything else).
    */
   onIpDataError?: (err: unknown) => void;
+  /**
+   * Load the IP data after returning, so the process answers at once; IP lookups wait for it
+   * (`ipLoading`). For a long-lived server; an isolate serving one function waits instead.
+   */
+  loadIpInBackground?: boolean;
   /** Hands background promises to the runtime (Supabase: EdgeRuntime.waitUntil). */
   handOff?: (p: Promise<unknown>) => void;
   /** The request's socket peer, from the runtime's request bindings. */
@@ -106,13 +111,19 @@ export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDe
       ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS, digest: runtime.digest, log })
       : undefined;
   let ip: Awaited<ReturnType<typeof ipDepsFor>> | undefined;
+  let ipLoading: Promise<Awaited<ReturnType<typeof ipDepsFor>> | undefined> | undefined;
   if (env.IP_DATA && runtime.ipSources) {
-    try {
-      ip = await ipDepsFor(env, db, log, redis, runtime.ipSources, { follow: runtime.listens });
-    } catch (err) {
-      if (!runtime.onIpDataError) throw err;
-      runtime.onIpDataError(err);
-    }
+    const sources = runtime.ipSources;
+    const load = ipDepsFor(env, db, log, redis, sources, { follow: runtime.listens }).then(
+      (loaded) => (ip = loaded),
+      (err: unknown) => {
+        if (!runtime.onIpDataError) throw err;
+        runtime.onIpDataError(err);
+        return undefined;
+      },
+    );
+    if (runtime.loadIpInBackground) ipLoading = load;
+    else await load;
   }
   const deps = createCoreDeps({
     db,
@@ -132,15 +143,24 @@ export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDe
     ...(runtime.remoteAddressOf ? { remoteAddressOf: runtime.remoteAddressOf } : {}),
     trustedProxies: trustedProxies(env.TRUSTED_PROXIES),
   });
-  return {
+  const built: BuiltDeps = {
     ...deps,
     async close() {
       await deps.runner.drain();
       await runtime.webhooks.close?.();
       await auth?.unlisten();
+      // A load still running would open its store after this close: let it finish first.
+      await built.ipLoading?.catch(() => undefined);
       await ip?.store.close();
       await redis?.close();
       await db.close();
     },
   };
+  if (ipLoading) {
+    built.ipLoading = ipLoading.then((loaded) => {
+      if (loaded) built.ip = loaded;
+      return loaded;
+    });
+  }
+  return built;
 }

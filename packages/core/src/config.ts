@@ -15,6 +15,11 @@ export const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
   HOST: z.string().default('0.0.0.0'),
   DATA_DIR: z.string().min(1).default('.data'),
+  /** The embedded database's shared buffers (a Postgres size, e.g. 16MB): most of its memory. */
+  PGLITE_SHARED_BUFFERS: z
+    .string()
+    .regex(/^\d+(kB|MB|GB)$/, 'PGLITE_SHARED_BUFFERS must be a size like 16MB')
+    .default('16MB'),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// URL')

@@ -43,6 +43,12 @@ export interface CoreDeps {
   /** The identification waterfall's data and providers; absent where IP endpoints are not served. */
   ip?: IpDeps;
   /**
+   * Where the host loads the IP data after it starts answering (a long-lived server: a cold start
+   * is not held up by it): settles with the waterfall once loaded (`ip` is set then), or undefined
+   * if loading failed. Lookups that find no `ip` wait on this; nothing else does.
+   */
+  ipLoading?: Promise<IpDeps | undefined>;
+  /**
    * Key records by hash, invalidated by database notifications and by this process's own
    * key-changing requests (auth-cache.ts); absent where nothing listens, and then every request
    * reads its key from the database.

@@ -1,9 +1,27 @@
 // Types only: the module (and its WASM) loads when the embedded database is opened, so a server
 // on Postgres never holds it.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { PGlite, Transaction } from '@electric-sql/pglite';
 import type { Database, Sql, SqlValue } from '@sightline/core';
 
 type PgliteLike = PGlite | Transaction;
+
+/**
+ * Creates a new data directory (initdb) in a short-lived child process. initdb is a WASM module of
+ * its own whose memory this process would otherwise keep for its whole life (about 130 MB of a
+ * first `npm start`); a child gives it back when it exits.
+ */
+async function initDataDirApart(dataDir: string): Promise<void> {
+  const pglite = import.meta.resolve('@electric-sql/pglite');
+  const script = `import(${JSON.stringify(pglite)}).then(async ({ PGlite }) => { const pg = await PGlite.create(process.argv[1]); await pg.close(); })`;
+  await new Promise<void>((resolve, reject) => {
+    execFile(process.execPath, ['--input-type=module', '-e', script, dataDir], (err, _out, stderr) =>
+      err ? reject(new Error(`creating the embedded database in ${dataDir} failed: ${stderr.trim() || err.message}`)) : resolve(),
+    );
+  });
+}
 
 function toText(strings: TemplateStringsArray): string {
   return strings.reduce((acc, part, i) => (i === 0 ? part : `${acc}$${i}${part}`), '');
@@ -41,11 +59,15 @@ function wrap(pg: PgliteLike, root: boolean): Sql & { exec(script: string): Prom
  * `dataDir` is undefined, for tests). One connection; PGlite queues concurrent queries and
  * serialises transactions, which keeps its accounting exact.
  */
-export async function openPglite(dataDir: string | undefined): Promise<Database> {
+export async function openPglite(dataDir: string | undefined, opts: { sharedBuffers?: string } = {}): Promise<Database> {
   const { PGlite } = await import('@electric-sql/pglite');
   // pg_trgm backs list-visitors' free-text search (migration 0011), as it does on a real server.
   const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
-  const options = { extensions: { pg_trgm } };
+  if (dataDir && !existsSync(path.join(dataDir, 'PG_VERSION'))) await initDataDirApart(dataDir);
+  // Postgres's shared buffers live in the WASM memory, which only ever grows: the default 128 MB is
+  // most of an idle embedded server's memory. Reads past them go to the data files (the OS cache).
+  const startParams = opts.sharedBuffers ? [...PGlite.defaultStartParams, '-c', `shared_buffers=${opts.sharedBuffers}`] : undefined;
+  const options = { extensions: { pg_trgm }, ...(startParams ? { startParams } : {}) };
   const pg = dataDir ? await PGlite.create(dataDir, options) : await PGlite.create(options);
   const sql = wrap(pg, true);
   return Object.assign(sql, {

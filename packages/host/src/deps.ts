@@ -38,7 +38,7 @@ export async function resolveServerSecret(env: Env): Promise<string> {
 export async function openDatabase(env: Env): Promise<Database> {
   if (env.DATABASE_URL) return connectConfiguredPostgres(env, env.DATABASE_URL);
   await mkdir(env.DATA_DIR, { recursive: true });
-  return openPglite(path.join(env.DATA_DIR, 'pglite'));
+  return openPglite(path.join(env.DATA_DIR, 'pglite'), { sharedBuffers: env.PGLITE_SHARED_BUFFERS });
 }
 
 export async function migrateDatabase(db: Database): Promise<string[]> {
@@ -50,7 +50,17 @@ export async function migrateDatabase(db: Database): Promise<string[]> {
  * migrated, the undici webhook transport, Node's HMAC and digest, the npm packages' IP data, ioredis
  * when REDIS_URL is set; the rest is decided by core's buildDeps, as on the Supabase entry.
  */
-export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG_LEVEL)): Promise<HostDeps> {
+export async function buildHostDeps(
+  env: Env,
+  log: Logger = createLogger(env.LOG_LEVEL),
+  opts: {
+    /**
+     * The server's choice (main.ts): answer at once and load the IP data behind it, IP lookups
+     * waiting for it. A data install that fails to load still stops the process, as at start.
+     */
+    loadIpInBackground?: boolean;
+  } = {},
+): Promise<HostDeps> {
   const secret = await resolveServerSecret(env);
   const db = await openDatabase(env);
   // Before anything reads the schema (the IP layers are loaded by buildDeps).
@@ -67,6 +77,15 @@ export async function buildHostDeps(env: Env, log: Logger = createLogger(env.LOG
     listens: true,
     digest: nodeSha256Base64,
     ipSources: packageIpSources,
+    ...(opts.loadIpInBackground
+      ? {
+          loadIpInBackground: true,
+          onIpDataError: (err: unknown) => {
+            log.error('the local IP data failed to load; stopping', { error: err instanceof Error ? err.message : String(err) });
+            process.exit(1);
+          },
+        }
+      : {}),
     remoteAddressOf: nodeRemoteAddress,
   });
 }

@@ -20,7 +20,7 @@ import { allowedMethodsAt, createHostApp, FUNCTIONS_PREFIX } from './server.ts';
 /** `npm start`: one process serving every function, on PGlite unless DATABASE_URL is set. */
 async function main() {
   const env = parseEnv(process.env);
-  const deps = await buildHostDeps(env);
+  const deps = await buildHostDeps(env, undefined, { loadIpInBackground: true });
 
   const app = createHostApp(deps);
   const embedded = !env.DATABASE_URL;

@@ -159,7 +159,12 @@ export async function identifyVisitors({
 }: VerbArgs<{ batchSize?: number; maxClaims?: number; leaseMs?: number }, CoreDeps>): Promise<IdentificationReport> {
   const report: IdentificationReport = { identified: 0, failed: 0, dropped: 0, retried: 0, claims: 0 };
   // A deployment without the IP data identifies nobody; the identifications wait for one that has it.
-  if (!ctx.ip) return report;
+  // A server still loading its data finishes that first.
+  if (!ctx.ip) {
+    const ip = await ctx.ipLoading;
+    if (!ip) return report;
+    ctx = { ...ctx, ip };
+  }
   for (let i = 0; i < (input.maxClaims ?? 100); i++) {
     const claimed = await ctx.db<Claimed>`
       select * from sl_claim_identifications(${input.batchSize ?? IDENTIFICATIONS_PER_CLAIM}, ${input.leaseMs ?? LEASE_MS})`;
