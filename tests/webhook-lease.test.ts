@@ -293,3 +293,60 @@ describe('only the lease holder may renew, release or record (migration 0008)', 
     expect(await claim(second, 60_000)).toEqual([{ event_id: id, attempt: 1 }]);
   });
 });
+
+describe('many attempts recorded in one statement (migration 0019)', () => {
+  const first = '00000000-0000-4000-8000-00000000001a';
+  const second = '00000000-0000-4000-8000-00000000001b';
+
+  it('counts each attempt only for the owner that still holds its lease, once, with the same rules as one record', async () => {
+    const r = await slowReceiver(0);
+    const partner = await partnerWithEvents(r.url, 3);
+    const claim = async (owner: string, limit: number, leaseMs: number) =>
+      (
+        await env.db<{ event_id: string }>`
+        select event_id from sl_claim_deliveries(${owner}::uuid, null, ${limit}, ${partner}::uuid, true, 5, ${leaseMs})`
+      ).map((c) => c.event_id);
+    const [e1, e2] = await claim(first, 2, 50);
+    await sleep(100);
+    // The first owner's leases ran out; the second takes over the earliest event only.
+    expect(await claim(second, 1, 60_000)).toEqual([e1]);
+    const [, , e3] = (await env.db<{ id: string }>`select id from events where partner_account_id = ${partner} order by seq`).map((x) => x.id);
+    /** Each event's delivery_status after the record, or null where nothing was recorded. */
+    const record = async (attempts: Array<{ event_id: string | undefined; owner: string; status_code: number }>) =>
+      Object.fromEntries(
+        (
+          await env.db<{ event_id: string; delivery_status: string | null }>`
+          select event_id, delivery_status from sl_record_deliveries(null, ${JSON.stringify(
+            attempts.map((a) => ({ ...a, attempt: 1, error: a.status_code === 200 ? null : `HTTP ${a.status_code}`, duration_ms: 5 })),
+          )}::text::jsonb)`
+        ).map((x) => [x.event_id, x.delivery_status]),
+      );
+
+    // e1 was taken over: the first owner's record of it is refused. e2's lease ran out but nobody took
+    // it: still the first owner's, and its failed attempt counts.
+    expect(
+      await record([
+        { event_id: e1, owner: first, status_code: 200 },
+        { event_id: e2, owner: first, status_code: 500 },
+      ]),
+    ).toEqual({ [`${e1}`]: null, [`${e2}`]: 'pending' });
+    // e3 was never claimed: nobody's to record.
+    const ours = [
+      { event_id: e1, owner: second, status_code: 200 },
+      { event_id: e3, owner: second, status_code: 200 },
+    ];
+    expect(await record(ours)).toEqual({ [`${e1}`]: 'delivered', [`${e3}`]: null });
+    // Recorded already: a second record of the same attempts changes nothing.
+    expect(await record(ours)).toEqual({ [`${e1}`]: null, [`${e3}`]: null });
+
+    const rows = await env.db<{ id: string; delivery_status: string; attempts: number; retry_in_s: number | null; logged: string | null }>`
+      select e.id, e.delivery_status, e.attempts, extract(epoch from e.next_attempt_at - e.last_attempt_at)::int as retry_in_s,
+             (select w.status_code || ' ' || w.succeeded from webhook_attempts w where w.event_id = e.id and w.attempt = 1 and w.finished_at is not null) as logged
+      from events e where e.partner_account_id = ${partner} order by e.seq`;
+    expect(rows).toEqual([
+      { id: e1, delivery_status: 'delivered', attempts: 1, retry_in_s: null, logged: '200 true' },
+      { id: e2, delivery_status: 'pending', attempts: 1, retry_in_s: 60, logged: '500 false' },
+      { id: e3, delivery_status: 'pending', attempts: 0, retry_in_s: null, logged: null },
+    ]);
+  });
+});

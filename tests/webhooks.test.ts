@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { sweepWebhookDeliveries } from '@sightline/core';
+import { dispatchNewEvents, sweepWebhookDeliveries } from '@sightline/core';
 import { verifyWebhook } from '@sightline/webhook-verify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
@@ -228,6 +228,32 @@ describe('failed attempts and retries', () => {
     expect(row).toMatchObject({ delivery_status: 'delivered', attempts: 1 });
     const bodies = posts(r).map((x) => x.body);
     expect(bodies.filter((b) => b === row?.body)).toHaveLength(2);
+  });
+
+  it('events whose webhook was removed after they were emitted are settled as no_destination when they come up, and never sent', async () => {
+    const r = await receiver((_q, res) => res.end());
+    const childHook = await receiver((_q, res) => res.end());
+    const p = await partnerWithWebhook(r.url);
+    const c = await createChildVia(env, p.key, { webhook_url: childHook.url, webhook_secret: 'child-secret-123' });
+    await env.settle();
+    const sentBefore = posts(r).length;
+    // More than one claim's worth (64) of the partner's own events, then one for the child's webhook.
+    await env.db`select sl_emit(${p.account_id}, null, 'child.updated', jsonb_build_object('n', g)) from generate_series(1, 70) g`;
+    await env.db`select sl_emit(${p.account_id}, ${c.child.api_key_id}, 'visitor_identified', '{"n": 71}'::jsonb, 'child')`;
+    // As partner-set-webhook with a null URL does, without the dispatch that follows every partner call.
+    await env.db`update accounts set partner_webhook_url = null, partner_webhook_secret_sealed = null where id = ${p.account_id}`;
+    // The claim settles the 70 as it takes them, and takes the child's event in their place.
+    const report = await dispatchNewEvents({ ctx: env.deps, input: { partnerAccountId: p.account_id } });
+    expect(report).toMatchObject({ claimed: 1, delivered: 1 });
+    const rows = await env.db<{ event: string; delivery_status: string; n: number }>`
+      select event, delivery_status, count(*)::int as n from events
+      where partner_account_id = ${p.account_id} and event in ('child.updated', 'visitor_identified') group by 1, 2 order by 1`;
+    expect(rows).toEqual([
+      { event: 'child.updated', delivery_status: 'no_destination', n: 70 },
+      { event: 'visitor_identified', delivery_status: 'delivered', n: 1 },
+    ]);
+    expect(posts(r)).toHaveLength(sentBefore);
+    expect(posts(childHook).map((x) => JSON.parse(x.body).data)).toEqual([{ n: 71 }]);
   });
 
   it('events emitted while the partner has no webhook are never sent', async () => {

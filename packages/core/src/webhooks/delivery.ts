@@ -1,11 +1,22 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { describeNetworkError, WEBHOOK_CONNECTION_WAIT_MS } from '../net/webhook-destination.ts';
-import { deliveryHeaders } from './signing.ts';
+import { createDeliverySigner, type DeliverySigner } from './signing.ts';
 
 /** Spec: 5 retried events per webhook URL per minute; first attempts are not capped. */
 export const RETRIES_PER_URL_PER_MINUTE = 5;
 /** Sends in flight at once from one claimed batch. */
 const SEND_CONCURRENCY = 64;
+/**
+ * Lanes a dispatch or sweep works in, each with at most one claimed batch on the wire. With one
+ * batch at a time the receiver sat idle while each batch's slowest answer, its records and the next
+ * claim went by; with two lanes (each claiming its next batch while the current one is out, when
+ * rounds are quick: LeasePlan.claimAheadWithinMs) a batch is nearly always on the wire. The lanes
+ * share the transport's connections to a receiver (64 per origin), so a send may queue behind the
+ * other lane's: at most one round of answers, 10 s, within the transport's bound on waiting for a
+ * connection (WEBHOOK_CONNECTION_WAIT_MS, 30 s), which the lease's attempt budget includes. A third
+ * lane would make that two rounds behind, and a slow receiver could then fail sends in our own queue.
+ */
+const BATCHES_IN_FLIGHT = 2;
 /** Upper bound on one claim of first attempts right after an action (the lease may allow fewer). */
 const FIRST_ATTEMPTS_PER_CLAIM = 200;
 /** Upper bound on one claim of the sweep (the lease may allow fewer). */
@@ -33,7 +44,8 @@ export interface DeliveryLease {
  * waiting for a connection, WEBHOOK_CONNECTION_WAIT_MS) + 5 s (the rest), 5 s margin. With 64 sends
  * in flight that is floor((60 − 5) / 45) = 1 attempt per sender, so a claim takes at most 64 events
  * — as many as the transport keeps connections to one receiver, so one batch never queues behind
- * itself — and the whole batch finishes inside the first lease even if no renewal lands.
+ * itself (only behind the other batch in flight, BATCHES_IN_FLIGHT) — and the whole batch finishes
+ * inside the first lease even if no renewal lands.
  */
 export const DELIVERY_LEASE: DeliveryLease = { leaseMs: 60_000, attemptSlackMs: WEBHOOK_CONNECTION_WAIT_MS + 5_000, marginMs: 5_000 };
 
@@ -72,6 +84,13 @@ interface LeasePlan {
    * still leaves half a lease (30 s, more than an attempt and its margin) before the next.
    */
   renewEveryMs: number;
+  /**
+   * A lane claims its next batch while the current one is on the wire only if its last round of
+   * sends took less than this: half of what a lease holds beyond an attempt and its margin (5 s in
+   * production), so the batch claimed early is still sendable when the round ends. Slower rounds
+   * (a slow receiver) claim after them, as a single sender would.
+   */
+  claimAheadWithinMs: number;
 }
 
 function planFor(ctx: CoreDeps, lease: DeliveryLease): LeasePlan {
@@ -80,7 +99,13 @@ function planFor(ctx: CoreDeps, lease: DeliveryLease): LeasePlan {
   if (inARow < 1) {
     throw new Error(`a ${lease.leaseMs} ms webhook lease cannot hold one ${attemptMs} ms attempt and its ${lease.marginMs} ms margin`);
   }
-  return { lease, attemptMs, claimSize: SEND_CONCURRENCY * inARow, renewEveryMs: lease.leaseMs / 4 };
+  return {
+    lease,
+    attemptMs,
+    claimSize: SEND_CONCURRENCY * inARow,
+    renewEveryMs: lease.leaseMs / 4,
+    claimAheadWithinMs: (lease.leaseMs - attemptMs - lease.marginMs) / 2,
+  };
 }
 
 /**
@@ -106,36 +131,122 @@ function add(total: DeliveryReport, r: DeliveryReport): void {
   total.released += r.released;
 }
 
+/** One attempt's outcome, waiting to be recorded. */
+interface Outcome {
+  c: Claimed;
+  owner: string;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+  done: (status: string | null) => void;
+  fail: (err: unknown) => void;
+}
+
+/** Outcomes written by one statement at most; a write starts as soon as this many wait. */
+const RECORDS_PER_WRITE = SEND_CONCURRENCY;
+/** The longest an outcome waits for others to share its write. */
+const RECORD_GATHER_MS = 20;
+
 /**
- * Sends one claimed attempt and records it. 2xx is delivered; any other status, a timeout, a
- * refused destination or a connection error is a failed attempt. The body is the stored bytes,
- * unchanged on every attempt; only the timestamp header and the signature differ. `recordAt` null
- * records at the database's clock.
+ * Records attempts as they finish, many to one statement (sl_record_deliveries): an outcome waits
+ * up to RECORD_GATHER_MS, or until RECORDS_PER_WRITE wait, and one statement writes them all. Per
+ * attempt, that was a statement and a commit each: a round trip per send on Postgres, and on the
+ * embedded database a fixed cost (~1.4 ms of this thread) per statement whatever its size. Nobody
+ * sends faster for it: a lane goes on while its records are written, and only the batch's lease
+ * renewal waits for them. Each outcome learns its own result: the event's status after the record,
+ * or null when its lease was taken over and nothing was recorded.
  */
-async function sendOne(ctx: CoreDeps, owner: string, c: Claimed, recordAt: Date | null): Promise<'delivered' | 'failed' | 'refused'> {
+function createRecorder(ctx: CoreDeps, recordAt: Date | null) {
+  let waiting: Outcome[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let writing: Promise<void> | undefined;
+  const write = async (batch: Outcome[]) => {
+    try {
+      const rows = await ctx.db<{ event_id: string; delivery_status: string | null }>`
+        select event_id, delivery_status from sl_record_deliveries(${recordAt?.toISOString() ?? null}::timestamptz, ${JSON.stringify(
+          batch.map((o) => ({
+            event_id: o.c.event_id,
+            owner: o.owner,
+            attempt: o.c.attempt,
+            status_code: o.status,
+            error: o.error,
+            duration_ms: o.durationMs,
+          })),
+        )}::text::jsonb)`;
+      const status = new Map(rows.map((r) => [r.event_id, r.delivery_status]));
+      for (const o of batch) o.done(status.get(o.c.event_id) ?? null);
+    } catch (err) {
+      for (const o of batch) o.fail(err);
+    }
+  };
+  // One write at a time, in order; what gathers meanwhile goes in the next.
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    const batch = waiting;
+    waiting = [];
+    writing = (writing ?? Promise.resolve()).then(() => write(batch));
+  };
+  return {
+    record(o: Omit<Outcome, 'done' | 'fail'>): Promise<string | null> {
+      return new Promise((done, fail) => {
+        waiting.push({ ...o, done, fail });
+        if (waiting.length >= RECORDS_PER_WRITE) flush();
+        else timer ??= setTimeout(flush, RECORD_GATHER_MS);
+      });
+    },
+  };
+}
+type Recorder = ReturnType<typeof createRecorder>;
+
+/** What one dispatch or sweep shares across its batches. */
+interface Run {
+  recorder: Recorder;
+  /**
+   * A signer per sealed secret, as each claim returns it: opening the secret and importing it as an
+   * HMAC key happen once per destination and run, not once per delivery. A rotated secret is another
+   * sealed value, and gets its own.
+   */
+  signers: Map<string, Promise<DeliverySigner>>;
+}
+
+function signerFor(ctx: CoreDeps, run: Run, sealed: string): Promise<DeliverySigner> {
+  let signer = run.signers.get(sealed);
+  if (!signer) {
+    signer = ctx.keyring.open(sealed).then(createDeliverySigner);
+    // A secret that will not open fails each of its attempts, as before; the rejection is theirs.
+    signer.catch(() => undefined);
+    run.signers.set(sealed, signer);
+  }
+  return signer;
+}
+
+/** What one attempt came to, before it is recorded. */
+interface Attempted {
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/**
+ * Sends one claimed attempt. 2xx is delivered; any other status, a timeout, a refused destination
+ * or a connection error is a failed attempt. The body is the stored bytes, unchanged on every
+ * attempt; only the timestamp header and the signature differ.
+ */
+async function attempt(ctx: CoreDeps, run: Run, c: Claimed): Promise<Attempted> {
   const started = performance.now();
   let status: number | null = null;
   let error: string | null = null;
   try {
-    const secret = await ctx.keyring.open(c.secret_sealed);
-    const headers = await deliveryHeaders(c.event, secret, c.body, Date.now());
+    const sign = await signerFor(ctx, run, c.secret_sealed);
+    const headers = await sign(c.event, c.body, Date.now());
     const res = await ctx.webhooks.request(c.url, { method: 'POST', headers, body: c.body, timeoutMs: ctx.webhookTimeoutMs });
     status = res.status;
     if (status < 200 || status > 299) error = `HTTP ${status}`;
   } catch (err) {
     error = describeNetworkError(err);
   }
-  const duration = Math.round(performance.now() - started);
-  const [row] = await ctx.db<{ status: string | null }>`
-    select sl_record_delivery(${c.event_id}, ${c.attempt}, ${owner}::uuid, ${recordAt?.toISOString() ?? null}::timestamptz,
-                              ${status}, ${error}, ${duration}) as status`;
-  if (!row?.status) {
-    // Only possible when this sender's lease ran out and another took the event over: theirs is
-    // the attempt that counts, and the receiver may see this one as a duplicate.
-    ctx.log.warn('webhook attempt not recorded: its lease was taken over', { event_id: c.event_id, attempt: c.attempt });
-    return 'refused';
-  }
-  return status !== null && status >= 200 && status <= 299 ? 'delivered' : 'failed';
+  return { status, error, durationMs: Math.round(performance.now() - started) };
 }
 
 /**
@@ -174,6 +285,12 @@ function renewWhileSending(ctx: CoreDeps, plan: LeasePlan, batch: Batch): { stop
   };
 }
 
+/** A batch under way: `sent` once its sender has stopped sending (it never rejects), `settled` once all is recorded. */
+interface Sending {
+  sent: Promise<void>;
+  settled: Promise<DeliveryReport>;
+}
+
 /**
  * Sends a claimed batch, SEND_CONCURRENCY at a time, and never sends an event late: before each send
  * the sender checks that it still holds the event and that its lease has room for a whole attempt
@@ -181,10 +298,13 @@ function renewWhileSending(ctx: CoreDeps, plan: LeasePlan, batch: Batch): { stop
  * (sl_release_deliveries: no attempt counted) for a later claim, rather than send it after another
  * replica may have claimed it. The claim size makes that check pass for a whole batch of attempts
  * that keep to their bound; the renewal keeps it passing for a live sender whose attempts do not.
+ * Each attempt goes to the recorder as soon as it is answered, and the lease is renewed until the
+ * last record is in: a record lands inside the lease, as the attempt's slack allows for.
  */
-async function sendBatch(ctx: CoreDeps, plan: LeasePlan, batch: Batch, recordAt: Date | null): Promise<DeliveryReport> {
+function sendBatch(ctx: CoreDeps, plan: LeasePlan, run: Run, batch: Batch): Sending {
   const report: DeliveryReport = { ...emptyReport(), claimed: batch.claimed.length };
   const unsent: string[] = [];
+  const records: Promise<void>[] = [];
   let next = 0;
   let stopped = false;
   const worker = async () => {
@@ -201,38 +321,108 @@ async function sendBatch(ctx: CoreDeps, plan: LeasePlan, batch: Batch, recordAt:
         unsent.push(...batch.claimed.slice(next - 1).map((x) => x.event_id));
         return;
       }
-      const outcome = await sendOne(ctx, batch.owner, c, recordAt);
-      if (outcome === 'refused') report.released++;
-      else report[outcome]++;
+      const outcome = await attempt(ctx, run, c);
+      records.push(
+        run.recorder.record({ c, owner: batch.owner, ...outcome }).then((status) => {
+          if (status === 'delivered') report.delivered++;
+          else if (status !== null) report.failed++;
+          else {
+            // Only possible when this sender's lease ran out and another took the event over: theirs
+            // is the attempt that counts, and the receiver may see this one as a duplicate.
+            report.released++;
+            ctx.log.warn('webhook attempt not recorded: its lease was taken over', { event_id: c.event_id, attempt: c.attempt });
+          }
+        }),
+      );
     }
   };
   const renewal = renewWhileSending(ctx, plan, batch);
-  try {
-    await Promise.all(Array.from({ length: Math.min(SEND_CONCURRENCY, batch.claimed.length) }, worker));
-  } finally {
-    await renewal.stop();
-  }
-  if (unsent.length) {
-    // Also the events taken over: the release changes only rows this owner still holds.
-    await ctx.db`select sl_release_deliveries(${batch.owner}::uuid, ${`{${unsent.join(',')}}`}::uuid[])`;
-    report.released += unsent.length;
-    ctx.log.warn('webhook events left unsent: lease running short or taken over', { owner: batch.owner, released: unsent.length });
-  }
-  return report;
+  const sent = Promise.all(Array.from({ length: Math.min(SEND_CONCURRENCY, batch.claimed.length) }, worker)).then(() => undefined);
+  const settled = (async () => {
+    try {
+      await sent;
+      await Promise.all(records);
+    } finally {
+      await renewal.stop();
+    }
+    if (unsent.length) {
+      // Also the events taken over: the release changes only rows this owner still holds.
+      await ctx.db`select sl_release_deliveries(${batch.owner}::uuid, ${`{${unsent.join(',')}}`}::uuid[])`;
+      report.released += unsent.length;
+      ctx.log.warn('webhook events left unsent: lease running short or taken over', { owner: batch.owner, released: unsent.length });
+    }
+    return report;
+  })();
+  return { sent, settled };
 }
 
-/** Claims a batch for a fresh owner id. `now` null is the database's clock (leases always are). */
-async function claim(
-  ctx: CoreDeps,
-  plan: LeasePlan,
-  opts: { now: Date | null; limit: number; partnerAccountId: string | null; firstOnly: boolean },
-): Promise<Batch> {
+interface ClaimOptions {
+  /** The schedule's clock; null is the database's (leases always are). */
+  now: Date | null;
+  limit: number;
+  partnerAccountId: string | null;
+  firstOnly: boolean;
+}
+
+/** Claims a batch for a fresh owner id. */
+async function claim(ctx: CoreDeps, plan: LeasePlan, opts: ClaimOptions): Promise<Batch> {
   const owner = crypto.randomUUID();
   const askedAt = performance.now();
   const claimed = await ctx.db<Claimed>`
     select * from sl_claim_deliveries(${owner}::uuid, ${opts.now?.toISOString() ?? null}::timestamptz, ${opts.limit},
       ${opts.partnerAccountId}::uuid, ${opts.firstOnly}, ${RETRIES_PER_URL_PER_MINUTE}, ${plan.lease.leaseMs})`;
   return { owner, claimed, heldUntil: askedAt + plan.lease.leaseMs, held: new Set(claimed.map((c) => c.event_id)) };
+}
+
+/**
+ * Claims and sends batches until a claim comes back empty or `maxBatches` were claimed, with
+ * BATCHES_IN_FLIGHT lanes on the wire at once. A lane's next claim overlaps its current round of
+ * sends when rounds are quick (LeasePlan.claimAheadWithinMs), and otherwise follows it; records are
+ * written while the lane goes on. Each batch keeps its own lease, renewal and give-back
+ * (sendBatch); they share the recorder and the opened secrets. A failure (the database) stops
+ * further claims, lets what is under way finish, and is thrown.
+ */
+async function deliver(ctx: CoreDeps, plan: LeasePlan, opts: ClaimOptions & { maxBatches: number }): Promise<DeliveryReport> {
+  const run: Run = { recorder: createRecorder(ctx, opts.now), signers: new Map() };
+  const total = emptyReport();
+  const settling: Promise<void>[] = [];
+  let claims = 0;
+  let exhausted = false;
+  let failure: { err: unknown } | undefined;
+  const fail = (err: unknown) => {
+    failure ??= { err };
+  };
+  const nextClaim = (): Promise<Batch | undefined> | undefined => {
+    if (exhausted || failure || claims >= opts.maxBatches) return undefined;
+    claims++;
+    return claim(ctx, plan, opts).catch((err: unknown) => {
+      fail(err);
+      return undefined;
+    });
+  };
+  const lane = async () => {
+    let lastRoundMs = Number.POSITIVE_INFINITY;
+    let next = nextClaim();
+    while (next) {
+      const batch = await next;
+      if (!batch) return;
+      if (!batch.claimed.length) {
+        exhausted = true;
+        return;
+      }
+      const started = performance.now();
+      const sending = sendBatch(ctx, plan, run, batch);
+      settling.push(sending.settled.then((r) => add(total, r), fail));
+      next = lastRoundMs < plan.claimAheadWithinMs ? nextClaim() : undefined;
+      await sending.sent;
+      lastRoundMs = performance.now() - started;
+      next ??= nextClaim();
+    }
+  };
+  await Promise.all(Array.from({ length: BATCHES_IN_FLIGHT }, lane));
+  await Promise.all(settling);
+  if (failure) throw failure.err;
+  return total;
 }
 
 /**
@@ -244,12 +434,7 @@ async function claim(
 export async function dispatchNewEvents({ ctx, input }: VerbArgs<{ partnerAccountId: string; lease?: DeliveryLease }>): Promise<DeliveryReport> {
   const plan = planFor(ctx, input.lease ?? DELIVERY_LEASE);
   const limit = Math.min(FIRST_ATTEMPTS_PER_CLAIM, plan.claimSize);
-  const total = emptyReport();
-  for (;;) {
-    const batch = await claim(ctx, plan, { now: null, limit, partnerAccountId: input.partnerAccountId, firstOnly: true });
-    if (!batch.claimed.length) return total;
-    add(total, await sendBatch(ctx, plan, batch, null));
-  }
+  return deliver(ctx, plan, { now: null, limit, partnerAccountId: input.partnerAccountId, firstOnly: true, maxBatches: Number.POSITIVE_INFINITY });
 }
 
 /**
@@ -266,11 +451,5 @@ export async function sweepWebhookDeliveries({
 }: VerbArgs<{ now?: Date; batchSize?: number; maxBatches?: number; lease?: DeliveryLease }>): Promise<DeliveryReport> {
   const plan = planFor(ctx, input.lease ?? DELIVERY_LEASE);
   const limit = Math.min(input.batchSize ?? SWEEP_EVENTS_PER_CLAIM, plan.claimSize);
-  const total = emptyReport();
-  for (let i = 0; i < (input.maxBatches ?? 50); i++) {
-    const batch = await claim(ctx, plan, { now: input.now ?? null, limit, partnerAccountId: null, firstOnly: false });
-    if (!batch.claimed.length) break;
-    add(total, await sendBatch(ctx, plan, batch, input.now ?? null));
-  }
-  return total;
+  return deliver(ctx, plan, { now: input.now ?? null, limit, partnerAccountId: null, firstOnly: false, maxBatches: input.maxBatches ?? 50 });
 }
