@@ -14,6 +14,7 @@ const benches: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   caches: () => import('./caches.ts'),
   collect: () => import('./collect.ts'),
   visitors: () => import('./visitors.ts'),
+  rollover: () => import('./rollover.ts'),
   startup: () => import('./startup.ts'),
 };
 

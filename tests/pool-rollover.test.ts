@@ -72,6 +72,70 @@ describe('pool period rollover', () => {
     const result = await rollOverDuePeriods({ ctx: env.deps, input: { batchSize: 3 } });
     expect(result.children).toBe(7);
   });
+
+  it('writes a batch’s events as sl_emit would, child by child in period-end order, on the transaction’s one increasing clock', async () => {
+    const withHook = await seedPartner(env.deps, { quota: 1000 });
+    const withoutHook = await seedPartner(env.deps, { quota: 1000 });
+    await env.db`update accounts set partner_webhook_url = 'https://hooks.example.com/rollover', partner_webhook_secret_sealed = 'sealed'
+                 where id = ${withHook.account_id}`;
+    const exhausted = (await createChildVia(env, withHook.key, { monthly_id_quota: 2 })).child.api_key_id;
+    await consume(exhausted);
+    await consume(exhausted);
+    const decreased = (await createChildVia(env, withHook.key, { monthly_id_quota: 10 })).child.api_key_id;
+    await consume(decreased);
+    const dec = await call(env, 'partner-update-child', { key: withHook.key, body: { child_api_key_id: decreased, monthly_id_quota: 4 } });
+    expect(dec.status).toBe(200);
+    const plain = (await createChildVia(env, withHook.key, { monthly_id_quota: 5 })).child.api_key_id;
+    const elsewhere = (await createChildVia(env, withoutHook.key, { monthly_id_quota: 5 })).child.api_key_id;
+    const order = [exhausted, decreased, plain, elsewhere];
+    for (const [i, id] of order.entries()) {
+      const minutesAgo = order.length - i;
+      await env.db`update child_subscriptions set current_period_end = now() - ${minutesAgo} * interval '1 minute',
+                                                  current_period_start = now() - interval '31 days'
+                   where api_key_id = ${id}`;
+    }
+    const [before] = await env.db<{ seq: number }>`select coalesce(max(seq), 0)::int as seq from events`;
+
+    // An event before and after the batch in the same transaction: all three share one clock.
+    const { rolled, carried } = await env.db.begin(async (tx) => {
+      await tx`select sl_emit(${withoutHook.account_id}, null, 'test.before', '{}'::jsonb)`;
+      const [r] = await tx<{ n: number }>`select sl_roll_over_children(now(), 500, true) as n`;
+      const [c] = await tx<{ last: Date }>`select current_setting('sl.last_event_at')::timestamptz as last`;
+      await tx`select sl_emit(${withoutHook.account_id}, null, 'test.after', '{}'::jsonb)`;
+      return { rolled: r?.n ?? 0, carried: c?.last.getTime() };
+    });
+    expect(rolled).toBeGreaterThanOrEqual(order.length);
+
+    const rows = await env.db<{ event: string; child_api_key_id: string | null; partner_account_id: string; delivery_status: string; body: string }>`
+      select event, child_api_key_id, partner_account_id, delivery_status, body from events where seq > ${before?.seq ?? 0} order by seq`;
+    const stamps = rows.map((r) => {
+      const envelope = JSON.parse(r.body) as { event: string; timestamp: string; data: Json };
+      expect(Object.keys(envelope).sort()).toEqual(['data', 'event', 'timestamp']);
+      expect(envelope.event).toBe(r.event);
+      expect(envelope.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      return Date.parse(envelope.timestamp);
+    });
+    for (let i = 1; i < stamps.length; i++) expect(stamps[i]).toBeGreaterThan(stamps[i - 1] ?? Number.POSITIVE_INFINITY);
+    expect(rows[0]?.event).toBe('test.before');
+    expect(rows.at(-1)?.event).toBe('test.after');
+    // The batch leaves its last timestamp where the next sl_emit of the transaction reads it.
+    expect(carried).toBe(stamps.at(-2));
+
+    const ours = rows.filter((r) => r.child_api_key_id !== null && order.includes(r.child_api_key_id));
+    expect(ours.map((r) => [order.indexOf(r.child_api_key_id ?? ''), r.event])).toEqual([
+      [0, 'child.period_rolled'],
+      [0, 'child.reactivated'],
+      [1, 'child.period_rolled'],
+      [1, 'child.updated'],
+      [2, 'child.period_rolled'],
+      [3, 'child.period_rolled'],
+    ]);
+    for (const r of ours) {
+      const hooked = r.child_api_key_id !== elsewhere;
+      expect(r.partner_account_id).toBe(hooked ? withHook.account_id : withoutHook.account_id);
+      expect(r.delivery_status).toBe(hooked ? 'pending' : 'no_destination');
+    }
+  });
 });
 
 describe('operator commands', () => {
