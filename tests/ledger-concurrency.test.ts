@@ -199,7 +199,8 @@ describe('consumption: quota first, then top-up, never more than quota + top-up'
       topup_balance: 0,
     });
 
-    // The ledger: one row per ID, in consumption order (identity under the child's row lock):
+    // The ledger: one row per ID, the quota rows before the top-up rows (a top-up decision is read
+    // only once the last quota ID is committed, and a corrected decision writes a new row):
     // the 50 quota IDs drew on the pool's quota, then the 25 top-up IDs drew on nothing else.
     const ledger = await ledgerOf(child.id);
     expect(ledger).toHaveLength(75);
