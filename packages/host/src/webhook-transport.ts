@@ -7,7 +7,7 @@ import {
   WEBHOOK_CONNECTION_WAIT_MS,
   type WebhookTransport,
 } from '@sightline/core';
-import { Agent, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
@@ -78,16 +78,23 @@ export function createNodeWebhookTransport(
       return callback(null, first.address, first.family);
     });
   };
-  const agent = new Agent({
-    connect: { lookup: guardedLookup as never, timeout: 10_000 },
-    keepAliveTimeout: 10_000,
-    connections: options.connectionsPerOrigin ?? 64,
-  });
+  // undici is loaded with the first delivery, not at start: importing it is a seventh of a cold start.
+  let agentReady: Promise<Agent> | undefined;
+  const agentFor = () =>
+    (agentReady ??= import('undici').then(
+      ({ Agent }) =>
+        new Agent({
+          connect: { lookup: guardedLookup as never, timeout: 10_000 },
+          keepAliveTimeout: 10_000,
+          connections: options.connectionsPerOrigin ?? 64,
+        }),
+    ));
   return {
     async request(url, init) {
       const target = new URL(url);
       const refused = refusedAddressReason(target.hostname.replace(/^\[|\]$/g, ''), policy);
       if (refused) throw new Error(`refused to connect: ${refused}`);
+      const agent = await agentFor();
       return new Promise((resolve, reject) => {
         const exchange = new Exchange(connectionWaitMs, init.timeoutMs, resolve, reject);
         try {
@@ -106,7 +113,9 @@ export function createNodeWebhookTransport(
         }
       });
     },
-    close: () => agent.close(),
+    close: async () => {
+      if (agentReady) await (await agentReady).close();
+    },
   };
 }
 
