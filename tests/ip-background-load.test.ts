@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type BuiltDeps, buildDeps, grantCredits, identifyCompany, type IpDataSources, parseEnv, silentLogger } from '@sightline/core';
+import { type BuiltDeps, buildDeps, grantCredits, type IpDataSources, identifyCompany, parseEnv, silentLogger } from '@sightline/core';
 import { createNodeWebhookTransport, packageIpSources } from '@sightline/host';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TEST_SECRET } from './support/app.ts';

@@ -26,7 +26,10 @@ export function createHostApp(deps: CoreDeps, opts: { bodyTimeoutMs?: number } =
   const app = createApiServer(deps, allFunctions, { functionsPrefix: FUNCTIONS_PREFIX, readBody: readNodeBody, ...opts });
   // Built on first request, not at start: walking every route's schemas is a tenth of a cold start.
   let doc: ReturnType<typeof openApiDocument> | undefined;
-  app.get('/openapi.json', (c) => c.json((doc ??= openApiDocument(app))));
+  app.get('/openapi.json', (c) => {
+    doc ??= openApiDocument(app);
+    return c.json(doc);
+  });
   app.get('/healthz', async (c) => {
     await deps.db`select 1`;
     return c.json({ success: true, status: 'ok' });

@@ -80,15 +80,17 @@ export function createNodeWebhookTransport(
   };
   // undici is loaded with the first delivery, not at start: importing it is a seventh of a cold start.
   let agentReady: Promise<Agent> | undefined;
-  const agentFor = () =>
-    (agentReady ??= import('undici').then(
+  const agentFor = () => {
+    agentReady ??= import('undici').then(
       ({ Agent }) =>
         new Agent({
           connect: { lookup: guardedLookup as never, timeout: 10_000 },
           keepAliveTimeout: 10_000,
           connections: options.connectionsPerOrigin ?? 64,
         }),
-    ));
+    );
+    return agentReady;
+  };
   return {
     async request(url, init) {
       const target = new URL(url);
