@@ -31,6 +31,9 @@ beforeAll(async () => {
 const bigToV6 = (v: bigint) => Array.from({ length: 8 }, (_, k) => ((v >> BigInt(112 - 16 * k)) & 0xffffn).toString(16)).join(':');
 const dotted = (v: number) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
 
+/** The traffic type of the cache-miss lookup, as ip-to-company asks it (LocalIpData.facts). */
+const typeOf = (d: LocalIpData, ip: string) => d.facts(ip, (a) => country.get(a)?.country_code ?? null)?.traffic_type ?? null;
+
 const look = (ip: string) => {
   const parsed = parseIp(ip);
   if (!parsed) throw new Error(`bad ip ${ip}`);
@@ -56,19 +59,18 @@ describe('shipped data classifies well-known networks', () => {
     expect(a.asn).toBe(asn);
   });
 
-  it('bulk classification agrees with the full lookup on 20,000 random addresses', () => {
+  it('the cache-miss lookup agrees with the lookup of a parsed address on 20,000 random addresses', () => {
     let x = 777;
     for (let i = 0; i < 20_000; i++) {
       x ^= x << 13;
       x ^= x >>> 17;
       x ^= x << 5;
       const ip = dotted(x >>> 0);
-      expect(data.trafficTypeV4(ipv4ToNumber(ip))).toBe(look(ip).traffic_type);
-      expect(data.classifyV4(ip)).toBe(look(ip).traffic_type);
+      expect(typeOf(data, ip)).toBe(look(ip).traffic_type);
     }
   });
 
-  it('bulk classification agrees with the full lookup at segment edges, with imported layers on top', () => {
+  it('the cache-miss lookup agrees with the lookup of a parsed address at segment edges, with imported layers on top', () => {
     // Small imported ranges that split /24s and /20s of networks whose class differs from theirs.
     const layered = LocalIpData.fromBase(base, {
       overlays4: [
@@ -107,11 +109,11 @@ describe('shipped data classifies well-known networks', () => {
         for (const ip of [b - 1, b]) if (ip >= 0 && ip <= 0xffffffff) probes.push(ip);
       }
     }
-    for (const v of probes) expect(layered.classifyV4(dotted(v)), dotted(v)).toBe(full(dotted(v)));
-    expect(layered.classifyV4('8.8.8.20')).toBe('vpn');
-    expect(layered.classifyV4('80.128.3.1')).toBe('hosting');
-    expect(layered.classifyV4('3.5.140.77')).toBe('business');
-    expect(layered.classifyV4('not an address')).toBeNull();
+    for (const v of probes) expect(typeOf(layered, dotted(v)), dotted(v)).toBe(full(dotted(v)));
+    expect(typeOf(layered, '8.8.8.20')).toBe('vpn');
+    expect(typeOf(layered, '80.128.3.1')).toBe('hosting');
+    expect(typeOf(layered, '3.5.140.77')).toBe('business');
+    expect(typeOf(layered, 'not an address')).toBeNull();
   });
 
   it('names the VPN provider and the enterprise domain', () => {
@@ -152,7 +154,7 @@ describe('shipped range lists classify out of the box, with nothing imported', (
     // NordVPN's exits on PacketHub's network: no name rule or curated ASN says VPN.
     expect(ownersOnly('2.56.252.1').traffic_type).toBeNull();
     expect(look('2.56.252.1')).toMatchObject({ traffic_type: 'vpn', vpn_provider: 'PacketHub S.A.', asn: 136787 });
-    expect(data.classifyV4('2.56.252.1')).toBe('vpn');
+    expect(typeOf(data, '2.56.252.1')).toBe('vpn');
   });
 
   it('a list that names its VPN names the provider', () => {
@@ -167,7 +169,7 @@ describe('shipped range lists classify out of the box, with nothing imported', (
 
   it('Mullvad stays a VPN named Mullvad although X4BNet’s datacenter list covers its range: VPN before hosting', () => {
     expect(look('185.65.134.1')).toMatchObject({ traffic_type: 'vpn', vpn_provider: 'Mullvad', asn: 39351 });
-    expect(data.classifyV4('185.65.134.1')).toBe('vpn');
+    expect(typeOf(data, '185.65.134.1')).toBe('vpn');
   });
 
   it('iCloud Private Relay is a VPN: a person behind a relay that hides their network, IPv4 and IPv6', () => {
@@ -234,7 +236,7 @@ describe('shipped range lists classify out of the box, with nothing imported', (
     // Outside the imported rows the shipped lists still answer.
     expect(at('3.5.141.1').reason).toBe('The address is in a known hosting or cloud range (Amazon Web Services).');
     for (const ip of ['3.5.140.1', '2.56.252.1', '5.253.204.162', '81.2.69.142', '13.64.0.1', '3.5.141.1']) {
-      expect(layered.classifyV4(ip), ip).toBe(at(ip).traffic_type);
+      expect(typeOf(layered, ip), ip).toBe(at(ip).traffic_type);
     }
   });
 });

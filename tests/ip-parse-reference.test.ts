@@ -229,7 +229,7 @@ describe('the hand-written parsers agree with ip-address', () => {
     );
   });
 
-  it('the branch-light bulk parser (ipv4ToNumber, behind classifyV4) agrees with ip-address too', () => {
+  it('the branch-light bulk parser (ipv4ToNumber, behind LocalIpData.facts) agrees with ip-address too', () => {
     fc.assert(
       fc.property(fc.oneof(validV4, nearMissV4, addressNoise), (s) => {
         const ours = ipv4ToNumber(s);

@@ -48,6 +48,7 @@ export * from './icp/work-icp-queue.ts';
 export * from './ip/assemble.ts';
 export * from './ip/charge-lookup.ts';
 export * from './ip/consensus.ts';
+export * from './ip/country.ts';
 export * from './ip/enrichment.ts';
 export * from './ip/find-best-fit.ts';
 export * from './ip/identify-company.ts';

@@ -1,9 +1,10 @@
 import { open, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { type CountryTable, countryTableFromMmdb } from '@sightline/core/ip/country';
 import type { AsnBase, RangeList, ShippedRanges } from '@sightline/core/ip/local-data';
 import { Ipv4Index, Ipv6Index, parseCidr } from '@sightline/core/ip/ranges';
-import maxmind, { type CountryResponse, type Reader } from 'maxmind';
+import { type CountryResponse, Reader } from 'maxmind';
 
 /**
  * The shipped local data files, read into memory. Imports nothing from the rest of the service, so
@@ -20,12 +21,13 @@ const packageDir = (name: string) => path.dirname(require.resolve(`${name}/packa
 export const shippedRangesDir = () => path.join(path.dirname(require.resolve('@sightline/core')), '..', 'data', 'ip-ranges');
 
 /**
- * Everything shipped for the local waterfall: the network owners and the shipped VPN and hosting
- * range lists. What `npm start`, `npm run serve`, `npm run build:edge-data` and the benches load.
+ * Everything shipped for the local waterfall: the network owners, the shipped VPN and hosting range
+ * lists and the IPv4 country table. What `npm start`, `npm run serve`, `npm run build:edge-data` and
+ * the benches load.
  */
 export async function readAsnBase(): Promise<AsnBase> {
   const owners = await readNetworkOwners();
-  return { ...owners, ranges: await readShippedRanges() };
+  return { ...owners, ranges: await readShippedRanges(), country: await readCountryTable() };
 }
 
 /**
@@ -684,8 +686,35 @@ export function shippedRangesFrom(input: { list: RangeList; files: Uint8Array[] 
 /** The combined IPv4+IPv6 country database (an IPv4-only file answers wrongly for IPv6). */
 export const countryDatabaseFile = () => path.join(packageDir('@ip-location-db/geo-whois-asn-country-mmdb'), 'geo-whois-asn-country.mmdb');
 
+/**
+ * The country database's bytes, read once per process: its reader (which answers IPv6) and the
+ * IPv4 country table are made from the same 7.5 MB, where reading the file for each left a second
+ * copy as garbage at the end of the load, which an idle server then carried in its resident set.
+ */
+let countryBytes: Promise<Buffer> | undefined;
+const readCountryBytes = (): Promise<Buffer> => {
+  countryBytes ??= readFile(countryDatabaseFile()).catch((err: unknown) => {
+    countryBytes = undefined;
+    throw err;
+  });
+  return countryBytes;
+};
+
+/** The `maxmind` reader on the shipped country database (no decoded-record cache: a country record is one small map). */
 export async function openCountryReader(): Promise<Reader<CountryResponse & { country_code?: string }>> {
-  return maxmind.open<CountryResponse & { country_code?: string }>(countryDatabaseFile());
+  return new Reader<CountryResponse & { country_code?: string }>(await readCountryBytes());
+}
+
+/**
+ * The IPv4 part of the shipped country database as a range table (core/src/ip/country.ts), each
+ * range holding what the `maxmind` reader answers there, read as buildIpDeps's `countryOf` reads it.
+ * About 340,000 ranges, 4 MB.
+ */
+export async function readCountryTable(): Promise<CountryTable> {
+  const bytes = await readCountryBytes();
+  const reader = new Reader<CountryResponse & { country_code?: string }>(bytes);
+  const { nodeCount, recordSize, ipVersion } = reader.metadata;
+  return countryTableFromMmdb({ bytes, nodeCount, recordSize, ipVersion }, (ip) => reader.get(ip)?.country_code ?? null);
 }
 
 /** The Node host's data sources: the npm packages' files (see ip-data.ts). */

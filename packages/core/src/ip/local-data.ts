@@ -1,5 +1,7 @@
 import classes from '../../data/network-classes.json' with { type: 'json' };
-import type { ParsedIp } from '../net/ip.ts';
+import { type ParsedIp, parseIp } from '../net/ip.ts';
+import type { CountryTable } from './country.ts';
+import { Ipv4Facts } from './ipv4-facts.ts';
 import { groupsToBigint, Ipv4Index, Ipv6Index, ipv4ToNumber, type RangeInput } from './ranges.ts';
 import type { TrafficType } from './types.ts';
 
@@ -43,6 +45,24 @@ export interface LocalAnswer {
   vpn_provider: string | null;
   company: { domain: string; company_name: string; confidence: number; source: 'import' | 'learned' | 'asn' } | null;
   reason: string;
+}
+
+/** A local answer with the address's country (ISO code; null when the country data has none). */
+export interface LocalFacts extends LocalAnswer {
+  country_code: string | null;
+}
+
+/** Every answer is made here, so all have one shape (one hidden class for the engine). */
+function localFacts(
+  traffic_type: TrafficType | null,
+  asn: number | null,
+  org: string | null,
+  vpn_provider: string | null,
+  company: LocalAnswer['company'],
+  reason: string,
+  country_code: string | null,
+): LocalFacts {
+  return { traffic_type, asn, org, vpn_provider, company, reason, country_code };
 }
 
 interface Owner {
@@ -92,37 +112,117 @@ function describeOwner(asn: number, name: string, type: TrafficType | null): Omi
   };
 }
 
+/** The curated classes in a list, so an owner refers to its own by a two-byte index. */
+const CURATED = [...ASN_CLASSES.values()];
+const CURATED_INDEX = new Map([...ASN_CLASSES.keys()].map((asn, i) => [asn, i]));
+
 /**
- * The network owners, column by column: an ASN, a name and a one-byte class each. As objects, the
- * 90,000 owners took a third of the loaded heap, and building them churned the young generation
- * up to its largest size, which the process then keeps. An Owner object is made per lookup.
+ * The network owners, column by column: an ASN, a name, a one-byte class, a two-byte reference to
+ * its curated entry and the verdict its class gives each. As objects, the 90,000 owners took a
+ * third of the loaded heap, and building them churned the young generation up to its largest size,
+ * which the process then keeps. A lookup reads the columns; it makes no owner object.
  */
 class Owners {
+  /** Per owner, its class as an index into VERDICTS, worked out at load (the name rules run once). */
   private readonly types: Uint8Array;
+  /** Per owner, 1 + the index of its curated entry in CURATED, or 0. */
+  private readonly curated: Uint16Array;
+  /** Per owner, the verdict its class gives (index into VERDICTS): none for an uncurated business. */
+  private readonly verdicts: Uint8Array;
+  /** Per owner, the reason its class gives, made when first asked for (up to 7 MB made at load otherwise). */
+  private readonly reasons: (string | undefined)[];
 
   constructor(
-    private readonly asns: Int32Array,
-    private readonly names: string[],
+    readonly asns: Int32Array,
+    readonly names: string[],
   ) {
+    if (CURATED.length >= 0xffff) throw new Error('too many curated ASNs for the owner columns');
     this.types = new Uint8Array(names.length);
-    for (let i = 0; i < names.length; i++) this.types[i] = VERDICTS.indexOf(classOf(asns[i] as number, names[i] as string));
+    this.curated = new Uint16Array(names.length);
+    this.verdicts = new Uint8Array(names.length);
+    this.reasons = new Array(names.length);
+    for (let i = 0; i < names.length; i++) {
+      const asn = asns[i] as number;
+      const type = classOf(asn, names[i] as string);
+      const curated = ASN_CLASSES.get(asn);
+      this.types[i] = VERDICTS.indexOf(type);
+      this.curated[i] = (CURATED_INDEX.get(asn) ?? -1) + 1;
+      this.verdicts[i] = VERDICTS.indexOf(ownVerdict(type, curated));
+    }
   }
 
-  get(i: number): Owner {
-    const asn = this.asns[i] as number;
-    const name = this.names[i] as string;
-    // The class was worked out at load: a lookup does not run the name rules again.
-    return { asn, name, ...describeOwner(asn, name, VERDICTS[this.types[i] as number] ?? null) };
+  type(i: number): TrafficType | null {
+    return VERDICTS[this.types[i] as number] ?? null;
   }
 
-  /** Per owner, the local verdict as an index into VERDICTS (0 = ask the providers). */
-  verdictCodes(): Uint8Array {
-    return this.types.map((code, i) =>
-      // A business owner is answered locally only when curated with its domain.
-      VERDICTS[code] === 'business' && !ASN_CLASSES.get(this.asns[i] as number)?.domain ? 0 : code,
-    );
+  /** The verdict the owner's class gives on its own: null leaves the address to the providers. */
+  verdict(i: number): TrafficType | null {
+    return VERDICTS[this.verdicts[i] as number] ?? null;
+  }
+
+  /** The reason of the answer the owner's class gives on its own. */
+  reason(i: number): string {
+    let reason = this.reasons[i];
+    if (reason === undefined) {
+      const asn = this.asns[i] as number;
+      const org = this.names[i] as string;
+      const curated = this.curatedOf(i);
+      reason = ownReason(this.verdict(i), curated?.label ?? org, org, asn, curated);
+      this.reasons[i] = reason;
+    }
+    return reason;
+  }
+
+  curatedOf(i: number): AsnClass | undefined {
+    const c = this.curated[i] as number;
+    return c === 0 ? undefined : CURATED[c - 1];
+  }
+
+  /** The company an owner curated with its domain is (one shared object per curated entry). */
+  company(i: number): LocalAnswer['company'] {
+    const c = this.curated[i] as number;
+    return c === 0 ? null : (CURATED_COMPANIES[c - 1] ?? null);
+  }
+
+  /** Who runs the owner's VPN, as describeOwner says. */
+  vpnProvider(i: number): string | null {
+    const curated = this.curatedOf(i);
+    if (curated) return curated.vpn_provider ?? null;
+    return this.type(i) === 'vpn' ? (this.names[i] as string) : null;
   }
 }
+
+/** What an owner's class says on its own: a business is answered only when curated with its domain. */
+function ownVerdict(type: TrafficType | null, curated: AsnClass | undefined): TrafficType | null {
+  if (type === 'business') return curated?.domain && curated.company_name ? 'business' : null;
+  return type === 'unknown' ? null : type;
+}
+
+/** The reason of an owner's own verdict; `name` is its curated label or its organisation. */
+function ownReason(verdict: TrafficType | null, name: string, org: string, asn: number, curated: AsnClass | undefined): string {
+  switch (verdict) {
+    case 'vpn':
+      return `The network belongs to ${name}, a VPN provider (AS${asn}).`;
+    case 'hosting':
+      return `The network belongs to ${name}, a hosting or cloud provider (AS${asn}).`;
+    case 'isp':
+      return `The network belongs to ${name}, an internet service provider (AS${asn}); it does not identify a company.`;
+    case 'education':
+    case 'government':
+      return `The network belongs to ${name}, ${article(verdict)} ${verdict} network (AS${asn}).`;
+    case 'business':
+      return `The network is ${curated?.company_name}'s own (AS${asn}).`;
+    default:
+      return `The network belongs to ${org} (AS${asn}).`;
+  }
+}
+
+/** Per curated entry, the company its network is (null unless curated with a domain). */
+const CURATED_COMPANIES: LocalAnswer['company'][] = CURATED.map((c) =>
+  c.type === 'business' && c.domain && c.company_name
+    ? Object.freeze({ domain: c.domain, company_name: c.company_name, confidence: 0.95, source: 'asn' as const })
+    : null,
+);
 
 export interface LocalLayers {
   asn4: AsnRow<number>[];
@@ -134,10 +234,6 @@ export interface LocalLayers {
 }
 
 const VERDICTS: (TrafficType | null)[] = [null, 'business', 'isp', 'hosting', 'vpn', 'education', 'government', 'unknown'];
-/** A table cell whose addresses do not all share one verdict: ask the interval search. */
-const MIXED = 15;
-/** /20 cells at or above this point to a block of /24 cells. */
-const SUB = 16;
 
 /** One shipped range list, as packages/core/data/ip-ranges/lists.json describes it. */
 export interface RangeList {
@@ -170,41 +266,89 @@ export interface AsnBase {
   asn4: Ipv4Index;
   asn6: Ipv6Index;
   ranges?: ShippedRanges;
+  /**
+   * The country of each IPv4 address, from the shipped country database (absent in a base made
+   * without it: the caller's country lookup then answers, as it does for IPv6).
+   */
+  country?: CountryTable;
 }
 
 const NO_SHIPPED_RANGES: ShippedRanges = { lists: [], v4: Ipv4Index.build([]), v6: Ipv6Index.build([]) };
-
-/** Until the first bulk classification builds the table. */
-const EMPTY_TOP = new Uint32Array(0);
+const NO_RANGES_V4 = Ipv4Index.build([]);
 
 const article = (t: string) => (/^[aeiou]/.test(t) ? 'an' : 'a');
+
+/** The imported layers' indexes: VPN/hosting/ISP ranges (the narrowest wins, then the kind), company records (imported before learned). */
+function importedLayers(input: Omit<LocalLayers, 'asn4' | 'asn6'>) {
+  const overlays: { kind: RangeKind; provider: string | null }[] = [];
+  const overlayIndex = <T extends number | bigint>(rows: OverlayRow<T>[]): RangeInput<T>[] =>
+    rows.map((r) => {
+      overlays.push({ kind: r.kind, provider: r.provider });
+      return { start: r.start, end: r.end, value: overlays.length - 1, priority: KIND_PRIORITY[r.kind] };
+    });
+  const overlay4 = Ipv4Index.build(overlayIndex(input.overlays4 ?? []));
+  const overlay6 = Ipv6Index.build(overlayIndex(input.overlays6 ?? []));
+  const companies: CompanyRow<number | bigint>[] = [];
+  const companyIndex = <T extends number | bigint>(rows: CompanyRow<T>[]): RangeInput<T>[] =>
+    rows.map((r) => {
+      companies.push(r);
+      return { start: r.start, end: r.end, value: companies.length - 1, priority: r.source === 'import' ? 2 : 1 };
+    });
+  const company4 = Ipv4Index.build(companyIndex(input.companies4 ?? []));
+  const company6 = Ipv6Index.build(companyIndex(input.companies6 ?? []));
+  return { overlays, overlay4, overlay6, companies, company4, company6 };
+}
 
 export class LocalIpData {
   private constructor(
     private readonly owners: Owners,
-    private readonly asn4: Ipv4Index,
+    /**
+     * The owner, shipped list and country of each IPv4 address in one table (see `facts`): IPv4
+     * keeps no other index of the shipped data.
+     */
+    private readonly facts4: Ipv4Facts,
     private readonly asn6: Ipv6Index,
-    private readonly shipped: ShippedRanges,
+    private readonly shippedLists: RangeList[],
+    private readonly shipped6: Ipv6Index,
+    /** What facts4's country values index; null when the base had no country table. */
+    private readonly countryCodes: string[] | null,
+    /**
+     * Per combination of shipped facts (facts4), its answer once an address asked for it: shared
+     * and frozen, since the answer is the same for every address with those facts and nothing
+     * imported over them. At most one per combination (120,000 of about 40 bytes, besides their
+     * owners' reasons, made once each); shared by the copies withLayers makes.
+     */
+    private readonly answers4: (LocalFacts | undefined)[],
     private readonly overlays: { kind: RangeKind; provider: string | null }[],
     private readonly overlay4: Ipv4Index,
     private readonly overlay6: Ipv6Index,
     private readonly companies: CompanyRow<number | bigint>[],
     private readonly company4: Ipv4Index,
     private readonly company6: Ipv6Index,
-  ) {}
+  ) {
+    this.listReasons = shippedLists.map((list) =>
+      list.kind === 'vpn' && !list.provider ? null : `The address ${list.reason}${list.provider ? ` (${list.provider})` : ''}.`,
+    );
+  }
+
+  /** Per shipped list, the reason of its answers, when it does not depend on the network owner. */
+  private readonly listReasons: (string | null)[];
 
   /**
    * A copy with new imported layers (VPN/hosting/ISP ranges, company records) over the same network
-   * owners and shipped range lists, so a reload after an import or a learned record rebuilds
-   * neither.
+   * owners, shipped range lists and countries, so a reload after an import or a learned record
+   * rebuilds none of them.
    */
   withLayers(layers: Omit<LocalLayers, 'asn4' | 'asn6'>): LocalIpData {
-    const next = LocalIpData.build({ asn4: [], asn6: [], ...layers });
+    const next = importedLayers(layers);
     return new LocalIpData(
       this.owners,
-      this.asn4,
+      this.facts4,
       this.asn6,
-      this.shipped,
+      this.shippedLists,
+      this.shipped6,
+      this.countryCodes,
+      this.answers4,
       next.overlays,
       next.overlay4,
       next.overlay6,
@@ -216,25 +360,32 @@ export class LocalIpData {
 
   /**
    * From a prebuilt base (the host fills typed arrays straight from the shipped files, allocating
-   * no row objects) plus the imported layers.
+   * no row objects) plus the imported layers. Merges the owner, range-list and country tables of
+   * IPv4 into one (about a tenth of a second, once per process).
    */
   static fromBase(base: AsnBase, layers: Omit<LocalLayers, 'asn4' | 'asn6'> = {}): LocalIpData {
     const owners = new Owners(base.owners.asns, base.owners.names);
-    const empty = LocalIpData.build({ asn4: [], asn6: [] });
+    const shipped = base.ranges ?? NO_SHIPPED_RANGES;
+    const facts4 = Ipv4Facts.merge(base.asn4, shipped.v4, base.country?.v4 ?? NO_RANGES_V4);
+    const next = importedLayers(layers);
     return new LocalIpData(
       owners,
-      base.asn4,
+      facts4,
       base.asn6,
-      base.ranges ?? NO_SHIPPED_RANGES,
-      empty.overlays,
-      empty.overlay4,
-      empty.overlay6,
-      empty.companies,
-      empty.company4,
-      empty.company6,
-    ).withLayers(layers);
+      shipped.lists,
+      shipped.v6,
+      base.country?.codes ?? null,
+      new Array(facts4.comboCount),
+      next.overlays,
+      next.overlay4,
+      next.overlay6,
+      next.companies,
+      next.company4,
+      next.company6,
+    );
   }
 
+  /** From rows (tests): no shipped lists, no countries. */
   static build(input: LocalLayers): LocalIpData {
     const asns: number[] = [];
     const names: string[] = [];
@@ -252,304 +403,144 @@ export class LocalIpData {
     };
     const asn4 = Ipv4Index.build(input.asn4.map((r) => ({ start: r.start, end: r.end, value: owner(r.asn, r.name) })));
     const asn6 = Ipv6Index.build(input.asn6.map((r) => ({ start: r.start, end: r.end, value: owner(r.asn, r.name) })));
-
-    const overlays: { kind: RangeKind; provider: string | null }[] = [];
-    const overlayIndex = <T extends number | bigint>(rows: OverlayRow<T>[]): RangeInput<T>[] =>
-      rows.map((r) => {
-        overlays.push({ kind: r.kind, provider: r.provider });
-        return { start: r.start, end: r.end, value: overlays.length - 1, priority: KIND_PRIORITY[r.kind] };
-      });
-    const overlay4 = Ipv4Index.build(overlayIndex(input.overlays4 ?? []));
-    const overlay6 = Ipv6Index.build(overlayIndex(input.overlays6 ?? []));
-
-    const companies: CompanyRow<number | bigint>[] = [];
-    const companyIndex = <T extends number | bigint>(rows: CompanyRow<T>[]): RangeInput<T>[] =>
-      rows.map((r) => {
-        companies.push(r);
-        return { start: r.start, end: r.end, value: companies.length - 1, priority: r.source === 'import' ? 2 : 1 };
-      });
-    const company4 = Ipv4Index.build(companyIndex(input.companies4 ?? []));
-    const company6 = Ipv6Index.build(companyIndex(input.companies6 ?? []));
     const owners = new Owners(Int32Array.from(asns), names);
-    return new LocalIpData(owners, asn4, asn6, NO_SHIPPED_RANGES, overlays, overlay4, overlay6, companies, company4, company6);
+    const facts4 = Ipv4Facts.merge(asn4, NO_RANGES_V4, NO_RANGES_V4);
+    const next = importedLayers(input);
+    return new LocalIpData(
+      owners,
+      facts4,
+      asn6,
+      [],
+      NO_SHIPPED_RANGES.v6,
+      null,
+      [],
+      next.overlays,
+      next.overlay4,
+      next.overlay6,
+      next.companies,
+      next.company4,
+      next.company6,
+    );
   }
 
   get stats() {
     return {
-      asnSegments: this.asn4.size + this.asn6.size,
-      shippedRangeSegments: this.shipped.v4.size + this.shipped.v6.size,
+      ipv4Ranges: this.facts4.size,
+      ipv6AsnSegments: this.asn6.size,
+      ipv6ShippedRangeSegments: this.shipped6.size,
       overlaySegments: this.overlay4.size + this.overlay6.size,
       companySegments: this.company4.size + this.company6.size,
     };
   }
 
-  /** Per owner, the local verdict as an index into VERDICTS (0 = ask the providers). */
-  private verdictCodes: Uint8Array | undefined;
-
-  /** Per /16: its block of sixteen /20 cells in `mid` (a shared uniform block, or its own). */
-  private top = EMPTY_TOP;
-  /** Per /20: a verdict code, or SUB + the number of its block of sixteen /24 cells in `low`. */
-  private mid = new Uint16Array(0);
-  /** Per /24 of a /20 whose addresses disagree: a verdict code. */
-  private low = new Uint8Array(0);
-
   /**
-   * Bulk classification of an IPv4 address string: parse, then a three-level table walk. The /16
-   * table (256 KiB) and the /20 cells stay in the CPU cache; only the one address in twenty that
-   * lies in a /20 whose addresses disagree reads a /24 cell, and only /24s that disagree fall back
-   * to the interval search. A flat per-/24 table (16 MiB) measured three times slower than this: a
-   * random read there misses every cache. Built on first use (a few hundred milliseconds), so
-   * reloads after an import or a learned record do not pay for it unless something classifies in
-   * bulk. null = not a valid dotted quad, or ask the providers.
+   * What ip-to-company and the tracker identifications look up on a cache miss: an address's local
+   * answer and its country, from the address as text; null when it is not an address. IPv4 takes
+   * one path: the parse, one search of the merged owner/list/country table, the imported layers'
+   * searches only when something was imported, and the answer kept for that combination of facts
+   * (made on its first use). IPv6 (and IPv4 when the base had no country table) takes the general
+   * path and asks `countryOf`, the country database's reader. An answer may be shared: read it,
+   * never change it. tests/ip-facts.test.ts holds this to what the interval searches and the reader
+   * answered before.
    */
-  classifyV4(address: string): TrafficType | null {
-    const ip = ipv4ToNumber(address);
-    if (ip < 0) return null;
-    if (this.top === EMPTY_TOP) this.buildVerdictTable();
-    let code = this.mid[((this.top[ip >>> 16] as number) << 4) | ((ip >>> 12) & 15)] as number;
-    if (code >= SUB) code = this.low[((code - SUB) << 4) | ((ip >>> 8) & 15)] as number;
-    return code === MIXED ? this.trafficTypeV4(ip) : (VERDICTS[code] as TrafficType | null);
-  }
-
-  /**
-   * Every address between two consecutive segment boundaries (of the owner, shipped-list, overlay
-   * and company indexes together) gets the same verdict, so one interval search per interval fills
-   * the table exactly. Works one /16 at a time through a 256-cell scratch, so building holds no
-   * 16 MiB table.
-   */
-  private buildVerdictTable(): void {
-    // The indexes' boundaries merged in order, without materialising a million-entry array.
-    const indexes = [this.asn4, this.shipped.v4, this.overlay4, this.company4];
-    const heads = indexes.map(() => 0);
-    const nextBoundary = () => {
-      let best = -1;
-      let value = 2 ** 32;
-      for (let k = 0; k < indexes.length; k++) {
-        const idx = indexes[k] as Ipv4Index;
-        const h = heads[k] as number;
-        if (h < idx.boundaryCount && idx.boundaryAt(h) < value) {
-          value = idx.boundaryAt(h);
-          best = k;
-        }
-      }
-      if (best >= 0) heads[best] = (heads[best] as number) + 1;
-      return value; // 2^32 once all are spent
-    };
-    // The interval [lo, hi) reaching into the current /16; empty intervals (duplicates) are skipped.
-    let lo = 0;
-    let hi = nextBoundary();
-    while (hi === lo) hi = nextBoundary();
-    const advance = () => {
-      lo = hi;
-      if (lo >= 2 ** 32) return;
-      do hi = nextBoundary();
-      while (hi === lo);
-    };
-
-    const UNSET = 255;
-    const cells = new Uint8Array(256); // the current /16's /24 verdicts
-    const mark = (cell: number, code: number) => {
-      const was = cells[cell] as number;
-      cells[cell] = was === UNSET || was === code ? code : MIXED;
-    };
-    const uniform = (from: number, n: number) => {
-      const first = cells[from] as number;
-      for (let k = 1; k < n; k++) if (cells[from + k] !== first) return -1;
-      return first;
-    };
-    // Blocks 0..VERDICTS.length-1 of `mid` are the shared uniform ones; disagreeing /16s follow.
-    const top = new Uint32Array(65536);
-    // Sized for the worst case (every /16 its own block), then trimmed.
-    const mid = new Uint16Array((VERDICTS.length + 65536) * 16);
-    let midLength = 0;
-    for (let c = 0; c < VERDICTS.length; c++) for (let q = 0; q < 16; q++) mid[midLength++] = c;
-    const low = new Uint8Array((0xffff - SUB) * 16);
-    let lowLength = 0;
-    const lowBlocks = new Map<string, number>();
-
-    let codeOf = -1; // the interval start whose verdict `code` holds
-    let code = 0;
-    for (let h = 0; h < 65536; h++) {
-      const from16 = h * 65536;
-      const to16 = from16 + 65536;
-      cells.fill(UNSET);
-      for (;;) {
-        const a = Math.max(lo, from16) - from16;
-        const b = Math.min(hi, to16) - from16; // exclusive
-        if (codeOf !== lo) {
-          code = VERDICTS.indexOf(this.trafficTypeV4(lo));
-          codeOf = lo;
-        }
-        const firstFull = Math.ceil(a / 256);
-        const endFull = Math.floor(b / 256);
-        if (firstFull < endFull) cells.fill(code, firstFull, endFull);
-        if (a % 256 !== 0) mark(Math.floor(a / 256), code);
-        if (b % 256 !== 0 && endFull >= firstFull) mark(endFull, code);
-        if (hi > to16) break; // it reaches into the next /16 too
-        advance();
-        if (lo >= to16) break;
-      }
-      const whole = uniform(0, 256);
-      if (whole >= 0 && whole !== MIXED) {
-        top[h] = whole;
-        continue;
-      }
-      top[h] = midLength >>> 4;
-      for (let q = 0; q < 16; q++) {
-        const same = uniform(q << 4, 16);
-        if (same >= 0) {
-          mid[midLength++] = same;
-          continue;
-        }
-        // Sixteen /24 verdicts; identical patterns share a block.
-        const key = String.fromCharCode(...cells.subarray(q << 4, (q + 1) << 4));
-        let block = lowBlocks.get(key);
-        if (block === undefined && lowLength < low.length) {
-          block = lowLength / 16;
-          lowBlocks.set(key, block);
-          low.set(cells.subarray(q << 4, (q + 1) << 4), lowLength);
-          lowLength += 16;
-        }
-        // Past the cell width the /20 goes to the interval search: slower, never wrong.
-        mid[midLength++] = block === undefined ? MIXED : SUB + block;
-      }
+  facts(ip: string, countryOf: (ip: string) => string | null): LocalFacts | null {
+    const v4 = ipv4ToNumber(ip);
+    if (v4 < 0) {
+      const parsed = parseIp(ip);
+      return parsed ? this.lookup(parsed, countryOf(ip)) : null;
     }
-    this.mid = mid.slice(0, midLength);
-    this.low = low.slice(0, lowLength);
-    this.top = top;
+    if (!this.countryCodes) return this.lookupV4(v4, countryOf(ip));
+    const c = this.facts4.find(v4);
+    if (this.overlay4.size || this.company4.size) {
+      const overlay = this.overlay4.size ? this.overlay4.lookup(v4) : -1;
+      const company = this.company4.size ? this.company4.lookup(v4) : -1;
+      if (overlay >= 0 || company >= 0) return this.answer(this.facts4.owner(c), overlay, company, this.facts4.list(c), this.countryOf4(c));
+    }
+    return this.answers4[c] ?? this.rememberAnswer(c);
   }
 
-  /** The traffic type of an IPv4 number by interval search (null = ask providers). */
-  trafficTypeV4(ip: number): TrafficType | null {
-    const o = this.overlay4.size ? this.overlay4.lookup(ip) : -1;
-    if (o >= 0) {
-      const kind = (this.overlays[o] as { kind: RangeKind }).kind;
-      if (kind !== 'isp') return kind;
-    }
-    if (this.company4.size && this.company4.lookup(ip) >= 0) return 'business';
-    if (o >= 0) return 'isp';
-    const s = this.shipped.v4.lookup(ip);
-    if (s >= 0 && (this.shipped.lists[s] as RangeList).kind === 'vpn') return 'vpn';
-    const w = this.asn4.lookup(ip);
-    this.verdictCodes ??= this.owners.verdictCodes();
-    const owner = w < 0 ? null : (VERDICTS[this.verdictCodes[w] as number] ?? null);
-    if (s >= 0 && owner !== 'vpn') return 'hosting';
-    return owner;
+  /** The country of a combination of facts4 (countryCodes is there: its caller checked). */
+  private countryOf4(c: number): string | null {
+    const code = this.facts4.country(c);
+    return code < 0 ? null : ((this.countryCodes as string[])[code] as string);
+  }
+
+  /** Makes, keeps and returns the answer of a combination of shipped facts with nothing imported over it. */
+  private rememberAnswer(c: number): LocalFacts {
+    const answer = this.answer(this.facts4.owner(c), -1, -1, this.facts4.list(c), this.countryOf4(c));
+    this.answers4[c] = Object.freeze(answer);
+    return answer;
+  }
+
+  /** The local verdict of a parsed address, either family; `country` is passed through to the answer. */
+  lookup(ip: ParsedIp, country: string | null = null): LocalFacts {
+    if (ip.version === 4) return this.lookupV4(ip.value, country);
+    const key = groupsToBigint(ip.groups);
+    return this.answer(this.asn6.lookup(key), this.overlay6.lookup(key), this.company6.lookup(key), this.shipped6.lookup(key), country);
+  }
+
+  private lookupV4(ip: number, country: string | null): LocalFacts {
+    const c = this.facts4.find(ip);
+    return this.answer(this.facts4.owner(c), this.overlay4.lookup(ip), this.company4.lookup(ip), this.facts4.list(c), country);
   }
 
   /**
-   * The local verdict, in waterfall order: imported VPN/hosting ranges, company records, imported ISP
-   * ranges (the operator's data, so it overrides everything shipped); then the shipped VPN lists,
-   * a VPN network owner, the shipped hosting lists (VPN before hosting: a VPN provider's servers sit
-   * in datacenters, and the datacenter lists cover them too); then the network owner's class
-   * (curated ASN, then name rules). A business owner without a curated domain is left to the
-   * providers.
+   * The local verdict from what each index holds at the address (-1: nothing), in waterfall order:
+   * imported VPN/hosting ranges, company records, imported ISP ranges (the operator's data, so it
+   * overrides everything shipped); then the shipped VPN lists, a VPN network owner, the shipped
+   * hosting lists (VPN before hosting: a VPN provider's servers sit in datacenters, and the
+   * datacenter lists cover them too); then the network owner's class (curated ASN, then name rules).
+   * A business owner without a curated domain is left to the providers.
    */
-  lookup(ip: ParsedIp): LocalAnswer {
-    const v6 = ip.version === 6;
-    const key = v6 ? groupsToBigint(ip.groups) : ip.value;
-    const ownerIdx = v6 ? this.asn6.lookup(key as bigint) : this.asn4.lookup(key as number);
-    const owner = ownerIdx >= 0 ? this.owners.get(ownerIdx) : null;
-    const base = { asn: owner?.asn ?? null, org: owner?.name ?? null };
-    const oIdx = v6 ? this.overlay6.lookup(key as bigint) : this.overlay4.lookup(key as number);
-    const overlay = oIdx >= 0 ? this.overlays[oIdx] : undefined;
+  private answer(ownerIdx: number, overlayIdx: number, companyIdx: number, listIdx: number, country: string | null): LocalFacts {
+    const owners = this.owners;
+    const hasOwner = ownerIdx >= 0;
+    const asn = hasOwner ? (owners.asns[ownerIdx] as number) : null;
+    const org = hasOwner ? (owners.names[ownerIdx] as string) : null;
+    const overlay = overlayIdx >= 0 ? this.overlays[overlayIdx] : undefined;
     if (overlay && overlay.kind !== 'isp') {
       const who = overlay.provider ? ` (${overlay.provider})` : '';
-      return {
-        ...base,
-        traffic_type: overlay.kind,
-        vpn_provider: overlay.kind === 'vpn' ? (overlay.provider ?? owner?.vpnProvider ?? owner?.name ?? null) : null,
-        company: null,
-        reason: overlay.kind === 'vpn' ? `The address is a known VPN exit${who}.` : `The address is in a known hosting or cloud range${who}.`,
-      };
+      if (overlay.kind === 'vpn') {
+        const provider = overlay.provider ?? (hasOwner ? (owners.vpnProvider(ownerIdx) ?? org) : null);
+        return localFacts('vpn', asn, org, provider, null, `The address is a known VPN exit${who}.`, country);
+      }
+      return localFacts(overlay.kind, asn, org, null, null, `The address is in a known hosting or cloud range${who}.`, country);
     }
-    const cIdx = v6 ? this.company6.lookup(key as bigint) : this.company4.lookup(key as number);
-    const company = cIdx >= 0 ? this.companies[cIdx] : undefined;
+    const company = companyIdx >= 0 ? this.companies[companyIdx] : undefined;
     if (company) {
-      return {
-        ...base,
-        traffic_type: 'business',
-        vpn_provider: null,
-        company: { domain: company.domain, company_name: company.company_name, confidence: company.confidence, source: company.source },
-        reason:
-          company.source === 'learned'
-            ? `A confirmed earlier identification places ${company.company_name} at this address.`
-            : `The address is registered to ${company.company_name} in the imported company data.`,
-      };
+      return localFacts(
+        'business',
+        asn,
+        org,
+        null,
+        { domain: company.domain, company_name: company.company_name, confidence: company.confidence, source: company.source },
+        company.source === 'learned'
+          ? `A confirmed earlier identification places ${company.company_name} at this address.`
+          : `The address is registered to ${company.company_name} in the imported company data.`,
+        country,
+      );
     }
     if (overlay) {
-      return {
-        ...base,
-        traffic_type: 'isp',
-        vpn_provider: null,
-        company: null,
-        reason: `The address is in a known consumer ISP range${overlay.provider ? ` (${overlay.provider})` : ''}.`,
-      };
+      const who = overlay.provider ? ` (${overlay.provider})` : '';
+      return localFacts('isp', asn, org, null, null, `The address is in a known consumer ISP range${who}.`, country);
     }
-    const sIdx = v6 ? this.shipped.v6.lookup(key as bigint) : this.shipped.v4.lookup(key as number);
-    const list = sIdx >= 0 ? this.shipped.lists[sIdx] : undefined;
-    if (list && (list.kind === 'vpn' || owner?.type !== 'vpn')) {
-      const provider = list.kind === 'vpn' ? (list.provider ?? owner?.vpnProvider ?? owner?.name ?? null) : list.provider;
-      return {
-        ...base,
-        traffic_type: list.kind,
-        vpn_provider: list.kind === 'vpn' ? provider : null,
-        company: null,
-        reason: `The address ${list.reason}${provider ? ` (${provider})` : ''}.`,
-      };
+    const type = hasOwner ? owners.type(ownerIdx) : null;
+    const list = listIdx >= 0 ? this.shippedLists[listIdx] : undefined;
+    if (list && (list.kind === 'vpn' || type !== 'vpn')) {
+      const provider = list.kind === 'vpn' ? (list.provider ?? (hasOwner ? (owners.vpnProvider(ownerIdx) ?? org) : null)) : list.provider;
+      const reason = this.listReasons[listIdx] ?? `The address ${list.reason}${provider ? ` (${provider})` : ''}.`;
+      return localFacts(list.kind, asn, org, list.kind === 'vpn' ? provider : null, null, reason, country);
     }
-    if (!owner) {
-      return { ...base, traffic_type: null, vpn_provider: null, company: null, reason: 'No network owner is known for this address.' };
-    }
-    const name = owner.label ?? owner.name;
-    switch (owner.type) {
-      case 'vpn':
-        return {
-          ...base,
-          traffic_type: 'vpn',
-          vpn_provider: owner.vpnProvider ?? owner.name,
-          company: null,
-          reason: `The network belongs to ${name}, a VPN provider (AS${owner.asn}).`,
-        };
-      case 'hosting':
-        return {
-          ...base,
-          traffic_type: 'hosting',
-          vpn_provider: null,
-          company: null,
-          reason: `The network belongs to ${name}, a hosting or cloud provider (AS${owner.asn}).`,
-        };
-      case 'isp':
-        return {
-          ...base,
-          traffic_type: 'isp',
-          vpn_provider: null,
-          company: null,
-          reason: `The network belongs to ${name}, an internet service provider (AS${owner.asn}); it does not identify a company.`,
-        };
-      case 'education':
-      case 'government':
-        return {
-          ...base,
-          traffic_type: owner.type,
-          vpn_provider: null,
-          company: null,
-          reason: `The network belongs to ${name}, ${article(owner.type)} ${owner.type} network (AS${owner.asn}).`,
-        };
-      case 'business':
-        if (owner.domain && owner.companyName) {
-          return {
-            ...base,
-            traffic_type: 'business',
-            vpn_provider: null,
-            company: { domain: owner.domain, company_name: owner.companyName, confidence: 0.95, source: 'asn' },
-            reason: `The network is ${owner.companyName}'s own (AS${owner.asn}).`,
-          };
-        }
-        break;
-      default:
-        break;
-    }
-    return { ...base, traffic_type: null, vpn_provider: null, company: null, reason: `The network belongs to ${owner.name} (AS${owner.asn}).` };
+    if (!hasOwner) return localFacts(null, null, null, null, null, 'No network owner is known for this address.', country);
+    const verdict = owners.verdict(ownerIdx);
+    return localFacts(
+      verdict,
+      asn,
+      org,
+      verdict === 'vpn' ? (owners.vpnProvider(ownerIdx) ?? org) : null,
+      verdict === 'business' ? owners.company(ownerIdx) : null,
+      owners.reason(ownerIdx),
+      country,
+    );
   }
 }

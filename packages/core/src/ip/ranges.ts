@@ -117,6 +117,9 @@ function flatten<T extends number | bigint>(inputs: RangeInput<T>[], one: T, sub
   return out;
 }
 
+/** The first-level table of every empty Ipv4Index: no segments in any /16. */
+const NO_BUCKETS = new Uint32Array(65537);
+
 /**
  * IPv4: three typed arrays (12 bytes per segment) plus a first-level table on the top 16 bits, so a
  * lookup binary-searches only the few segments of its /16 instead of the whole table — random
@@ -131,6 +134,11 @@ export class Ipv4Index {
     private readonly ends: Uint32Array,
     private readonly values: Int32Array,
   ) {
+    // An empty index (most imported layers) shares one table of zeros instead of making 256 KB.
+    if (ends.length === 0) {
+      this.buckets = NO_BUCKETS;
+      return;
+    }
     this.buckets = new Uint32Array(65537);
     let seg = 0;
     for (let b = 0; b < 65536; b++) {
@@ -388,10 +396,11 @@ export class Ipv6Index {
 }
 
 /**
- * Canonical dotted-quad → number, or -1 (no leading zeros, no spaces, nothing else). The hot path of
- * bulk classification, so it reads each octet's up-to-three digits at once and works out the octet's
- * length and value with arithmetic masks: a per-character loop mispredicts the branch at nearly every
- * dot of random addresses, which cost more than the parsing itself.
+ * Canonical dotted-quad → number, or -1 (no leading zeros, no spaces, nothing else). The first step
+ * of every cache-miss lookup (LocalIpData.facts), so it reads each octet's up-to-three digits at
+ * once and works out the octet's length and value with arithmetic masks: a per-character loop
+ * mispredicts the branch at nearly every dot of random addresses, which cost more than the parsing
+ * itself.
  */
 export function ipv4ToNumber(s: string): number {
   const len = s.length;
