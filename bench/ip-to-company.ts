@@ -1,5 +1,4 @@
 import { FUNCTIONS_PREFIX } from '@sightline/host';
-import { createTestEnv, type TestEnv } from '../tests/support/app.ts';
 import {
   type BenchServer,
   benchDuration,
@@ -12,9 +11,8 @@ import {
   printFigures,
   resultsTable,
   runRows,
-  serveForBench,
   startBaseline,
-  startEmbeddedForBench,
+  startServerForBench,
   type Target,
   verdict,
   WARMUP_SECONDS,
@@ -32,15 +30,10 @@ const ADDRESS = '17.253.144.10';
 export async function run(): Promise<void> {
   const seconds = benchDuration();
   const embedded = !process.env.DATABASE_URL;
-  let env: TestEnv | undefined;
   let server: BenchServer | undefined;
   const baseline = await startBaseline();
   try {
-    if (embedded) server = await startEmbeddedForBench({ ipData: true });
-    else {
-      env = await createTestEnv({ pool: 2 });
-      server = await serveForBench(env, { pool: 2, ipData: true });
-    }
+    server = await startServerForBench({ pool: 2, ipData: true });
     const account = (await server.operator('create-account', { name: 'Bench lookups', domain: 'bench-lookups.example.com' })) as {
       account_id: string;
       key: string;
@@ -112,7 +105,6 @@ export async function run(): Promise<void> {
     ]);
   } finally {
     await server?.close();
-    await env?.close();
     await baseline.close();
   }
 }

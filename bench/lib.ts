@@ -2,7 +2,7 @@ import os from 'node:os';
 import { parentPort, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { buildHost } from '../packages/host/src/build.ts';
-import { TEST_SECRET, type TestEnv } from '../tests/support/app.ts';
+import { createTestEnv, TEST_SECRET, type TestEnv } from '../tests/support/app.ts';
 import { BUILT_MAIN, childEnv, startHost } from '../tests/support/process.ts';
 
 /** Shared by every bench so their figures are comparable. */
@@ -205,6 +205,29 @@ export async function serveForBench(
       await server.stop();
     },
   };
+}
+
+/**
+ * The server an HTTP bench measures: `npm run serve` on a throwaway Postgres database when
+ * DATABASE_URL is set, else `npm start` on the embedded default. Closing it drops its database.
+ */
+export async function startServerForBench(opts: { pool: number; ipData: boolean }): Promise<BenchServer & { embedded: boolean }> {
+  if (!process.env.DATABASE_URL) return { ...(await startEmbeddedForBench({ ipData: opts.ipData })), embedded: true };
+  const env = await createTestEnv({ pool: opts.pool });
+  try {
+    const server = await serveForBench(env, opts);
+    return {
+      ...server,
+      embedded: false,
+      close: async () => {
+        await server.close();
+        await env.close();
+      },
+    };
+  } catch (err) {
+    await env.close();
+    throw err;
+  }
 }
 
 /**

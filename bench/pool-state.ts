@@ -1,5 +1,4 @@
 import { FUNCTIONS_PREFIX } from '@sightline/host';
-import { createTestEnv, type TestEnv } from '../tests/support/app.ts';
 import {
   type BenchServer,
   benchDuration,
@@ -12,9 +11,8 @@ import {
   printFigures,
   resultsTable,
   runRows,
-  serveForBench,
   startBaseline,
-  startEmbeddedForBench,
+  startServerForBench,
   type Target,
   verdict,
   WARMUP_SECONDS,
@@ -42,15 +40,10 @@ export async function run(): Promise<void> {
   const pool = Number(process.env.BENCH_POOL ?? DEFAULT_POOL);
   if (!Number.isInteger(pool) || pool < 1) throw new Error(`BENCH_POOL must be a positive integer, got "${process.env.BENCH_POOL}"`);
   const embedded = !process.env.DATABASE_URL;
-  let env: TestEnv | undefined;
   let server: BenchServer | undefined;
   const baseline = await startBaseline();
   try {
-    if (embedded) server = await startEmbeddedForBench({ ipData: false });
-    else {
-      env = await createTestEnv({ pool });
-      server = await serveForBench(env, { pool, ipData: false });
-    }
+    server = await startServerForBench({ pool, ipData: false });
     const partner = (await server.operator('create-partner', { name: 'Bench Partner', quota: '1000', topup: '100' })) as { key: string };
     const bare: Target = { name: 'plain Hono route', url: `${baseline.url}${baseline.path}` };
     const poolState: Target = {
@@ -108,7 +101,6 @@ export async function run(): Promise<void> {
     ]);
   } finally {
     await server?.close();
-    await env?.close();
     await baseline.close();
   }
 }
