@@ -106,20 +106,14 @@ export async function runAll(names: string[]): Promise<number> {
     return 2;
   }
   const count = setting('BENCH_RUNS', 1);
+  const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',').map((n) => n.trim()) : names;
+  const unknown = only.filter((n) => !names.includes(n));
+  if (unknown.length) {
+    process.stderr.write(`BENCH_ONLY names unknown benches: ${unknown.join(', ')} (known: ${names.join(', ')})\n`);
+    return 2;
+  }
   const started = new Date();
   const machine = machineLine();
-  const runs: BenchRun[] = [];
-  for (let run = 1; run <= count; run++) {
-    for (const bench of names) {
-      const targets: BenchRun['database'][] = ALSO_EMBEDDED.has(bench) ? ['postgres', 'embedded'] : ['postgres'];
-      for (const database of targets) {
-        process.stdout.write(`\n=== ${bench} (${database}), run ${run} of ${count} ===\n`);
-        const env = { ...process.env };
-        if (database === 'embedded') delete env.DATABASE_URL;
-        runs.push({ bench, database, run, ...(await runOne(bench, env)) });
-      }
-    }
-  }
   const commit = (() => {
     try {
       return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
@@ -137,10 +131,21 @@ export async function runAll(names: string[]): Promise<number> {
       await sql.end();
     }
   })();
-  await writeFile(
-    REPORT,
-    renderReport(runs, { machine, date: `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`, commit, postgres, runs: count }),
-  );
+  const meta = { machine, date: `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`, commit, postgres, runs: count };
+  const runs: BenchRun[] = [];
+  for (let run = 1; run <= count; run++) {
+    for (const bench of only) {
+      const targets: BenchRun['database'][] = ALSO_EMBEDDED.has(bench) ? ['postgres', 'embedded'] : ['postgres'];
+      for (const database of targets) {
+        process.stdout.write(`\n=== ${bench} (${database}), run ${run} of ${count} ===\n`);
+        const env = { ...process.env };
+        if (database === 'embedded') delete env.DATABASE_URL;
+        runs.push({ bench, database, run, ...(await runOne(bench, env)) });
+        // Written after every bench, so an interrupted run keeps what it measured.
+        await writeFile(REPORT, renderReport(runs, meta));
+      }
+    }
+  }
   process.stdout.write(`\nwrote ${REPORT}\n`);
   return runs.some((r) => r.code !== 0) ? 1 : 0;
 }
