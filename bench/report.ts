@@ -65,7 +65,7 @@ export function renderReport(runs: BenchRun[], meta: { machine: string; date: st
   const lines = [
     '# Benchmark report',
     '',
-    `Written by \`npm run bench\` (every bench, ${meta.runs} run${meta.runs === 1 ? '' : 's'} each) on ${meta.date}, commit ${meta.commit}.`,
+    `Written by \`npm run bench\` (${[...new Set(runs.map((r) => r.bench))].join(', ')}; ${meta.runs} run${meta.runs === 1 ? '' : 's'} each) on ${meta.date}, commit ${meta.commit}.`,
     '',
     `- Machine: ${meta.machine}`,
     `- Database: ${meta.postgres}; the embedded rows are \`npm start\` on PGlite.`,
