@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,7 +10,7 @@ import maxmind, { type CountryResponse } from 'maxmind';
 import { buildHost } from '../packages/host/src/build.ts';
 import { BUILT_MAIN, childEnv, REPO_ROOT, run as runCommand } from '../tests/support/process.ts';
 import { openBenchDatabase } from './database.ts';
-import { type Figure, figure, formatTable, machineLine, memoryGoal, printFigures, verdict } from './lib.ts';
+import { type Figure, figure, formatTable, machineLine, memoryGoal, printFigures, rssOf, verdict } from './lib.ts';
 
 /**
  * `npm run bench -- ip`:
@@ -321,19 +321,6 @@ function disagreements(
   return out;
 }
 
-/** Resident set of a child process, from /proc (Linux) or ps. */
-async function rssOf(pid: number): Promise<number> {
-  try {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8');
-    const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
-    if (kb) return Number(kb) * 1024;
-  } catch {
-    // not Linux: ask ps
-  }
-  const out = await runCommand('ps', ['-o', 'rss=', '-p', String(pid)], process.env);
-  return Number(out.stdout.trim()) * 1024;
-}
-
 /**
  * 1. The cache-miss lookup against the maxmind reader on the facts MMDB, interleaved (see
  * `interleaved`). Its own function, so the two million address strings and this copy of the data
@@ -441,7 +428,8 @@ async function measureMemory(url: string | undefined) {
       });
       // Let start-up work settle.
       await new Promise((r) => setTimeout(r, 1000));
-      return await rssOf(server.pid as number);
+      // In bytes, as the probe reports them.
+      return ((await rssOf(server.pid as number)) ?? Number.NaN) * 1024 * 1024;
     } finally {
       server.removeAllListeners('exit');
       server.kill('SIGTERM');

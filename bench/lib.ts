@@ -3,7 +3,7 @@ import { parentPort, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { buildHost } from '../packages/host/src/build.ts';
 import { createTestEnv, TEST_SECRET, type TestEnv } from '../tests/support/app.ts';
-import { BUILT_MAIN, childEnv, startHost } from '../tests/support/process.ts';
+import { BUILT_MAIN, childEnv, run, startHost } from '../tests/support/process.ts';
 
 /** Shared by every bench so their figures are comparable. */
 export const CONNECTIONS = 32;
@@ -276,9 +276,7 @@ export async function startEmbeddedForBench(opts: { ipData: boolean }): Promise<
  * the host and run under plain node in its own process. `path` is its one route.
  */
 export async function startBaseline(): Promise<Listening & { path: string; rss(): Promise<number | undefined> }> {
-  const outdir = new URL('./.build/', import.meta.url).pathname;
-  await buildHost({ 'baseline-server': 'bench/baseline-server.ts' }, outdir);
-  const server = await startHost(childEnv({ PORT: '0', HOST: '127.0.0.1' }), 30_000, { entry: `${outdir}baseline-server.mjs` });
+  const server = await startHost(childEnv({ PORT: '0', HOST: '127.0.0.1' }), 30_000, { entry: await buildBaseline() });
   const pid = server.proc.pid as number;
   return {
     url: `http://127.0.0.1:${server.port}`,
@@ -487,16 +485,28 @@ export function printFigures(figures: Figure[]): void {
   process.stdout.write(`\n${figures.map((f) => JSON.stringify(f)).join('\n')}\n`);
 }
 
-/** Resident set size of another process, in MB, from /proc (Linux); undefined where unreadable. */
+/** Resident set size of another process, in MB (MiB, one decimal): /proc on Linux, else ps; undefined where neither answers. */
 export async function rssOf(pid: number): Promise<number | undefined> {
+  const mib = (kb: number) => Math.round(kb / 102.4) / 10;
   try {
     const { readFile } = await import('node:fs/promises');
-    const status = await readFile(`/proc/${pid}/status`, 'utf8');
-    const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
-    return kb === undefined ? undefined : Math.round(Number(kb) / 102.4) / 10;
+    const kb = /VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1];
+    if (kb !== undefined) return mib(Number(kb));
   } catch {
-    return undefined;
+    // not Linux: ask ps
   }
+  const out = await run('ps', ['-o', 'rss=', '-p', String(pid)], process.env).catch(() => undefined);
+  const kb = Number(out?.stdout.trim());
+  return out?.code === 0 && Number.isFinite(kb) && kb > 0 ? mib(kb) : undefined;
+}
+
+/**
+ * The baseline server's bundle (bench/baseline-server.ts), built like the host; returns its entry.
+ */
+export async function buildBaseline(): Promise<string> {
+  const outdir = new URL('./.build/', import.meta.url).pathname;
+  await buildHost({ 'baseline-server': 'bench/baseline-server.ts' }, outdir);
+  return `${outdir}baseline-server.mjs`;
 }
 
 /**

@@ -5,7 +5,7 @@ import { buildHost } from '../packages/host/src/build.ts';
 import { createTestEnv, TEST_SECRET } from '../tests/support/app.ts';
 import { BUILT_MAIN, childEnv, REPO_ROOT } from '../tests/support/process.ts';
 import { seedDirectAccount } from '../tests/support/seed.ts';
-import { figure, formatTable, machineLine, printFigures, setting, verdict } from './lib.ts';
+import { buildBaseline, figure, formatTable, machineLine, printFigures, setting, verdict } from './lib.ts';
 
 /**
  * `npm run bench -- startup` (Postgres: DATABASE_URL): the cold start of `npm run serve`, timed from
@@ -61,8 +61,7 @@ export async function run(): Promise<void> {
   try {
     if (!env.url) throw new Error('the startup bench times `npm run serve` on Postgres: set DATABASE_URL');
     await buildHost();
-    const outdir = new URL('./.build/', import.meta.url).pathname;
-    await buildHost({ 'baseline-server': 'bench/baseline-server.ts' }, outdir);
+    const baselineEntry = await buildBaseline();
     const partner = await createPartner({ ctx: env.deps, input: { name: 'Startup', quota: 1000 } });
     const account = await seedDirectAccount(env.deps, 'Startup lookups');
     await grantCredits({ ctx: env.deps, input: { accountId: account.account_id, credits: 1000 } });
@@ -86,9 +85,7 @@ export async function run(): Promise<void> {
     const base: number[] = [];
     // Alternated, so the page cache and the machine's load treat both alike.
     for (let i = 0; i < RUNS; i++) {
-      base.push(
-        (await firstAnswer(`${outdir}baseline-server.mjs`, childEnv({ PORT: '0' }), [{ path: '/bare', status: 200 }])).times[0] ?? Number.NaN,
-      );
+      base.push((await firstAnswer(baselineEntry, childEnv({ PORT: '0' }), [{ path: '/bare', status: 200 }])).times[0] ?? Number.NaN);
       ours.push(await firstAnswer(BUILT_MAIN, serverEnv, probes));
     }
     const first = median(ours.map((o) => o.times[0] ?? Number.NaN));
