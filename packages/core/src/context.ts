@@ -3,6 +3,7 @@ import type { AiEngine } from './ai/engine.ts';
 import type { AuthCache } from './auth-cache.ts';
 import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
+import type { ApiLookupRecorder } from './ip/record-api-lookup.ts';
 import type { IpDeps } from './ip/resolve-ip.ts';
 import type { RateLimiter } from './limits.ts';
 import type { TrustedProxies } from './net/client-address.ts';
@@ -33,6 +34,8 @@ export interface CoreDeps {
   ai: AiEngine;
   /** Counts API calls and operations for api-usage-summary (account/usage-meter.ts). */
   usage: UsageMeter;
+  /** Remembers keys' identified lookups for list-visitors' api rows (ip/record-api-lookup.ts). */
+  apiLookups: ApiLookupRecorder;
   /** Looks up a prospect's profile for api-full-request (research/profile.ts). */
   research: ProfileResearch;
   /**

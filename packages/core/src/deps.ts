@@ -6,6 +6,7 @@ import { type BackgroundRunner, createBackgroundRunner } from './background.ts';
 import type { CoreDeps, Logger } from './context.ts';
 import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
+import { createApiLookupRecorder } from './ip/record-api-lookup.ts';
 import type { IpDeps } from './ip/resolve-ip.ts';
 import { createMemoryRateLimiter, type RateLimiter } from './limits.ts';
 import { type TrustedProxies, trustedProxies } from './net/client-address.ts';
@@ -39,13 +40,19 @@ export interface CoreDepsParts {
   trustedProxies?: TrustedProxies;
   /** Defaults to on: each stored beacon starts the tracker worker (tests that step it by hand turn it off). */
   trackerKick?: boolean;
-  /** How long API-call counts gather in memory before one write (account/usage-meter.ts); default 1 s. */
-  usageFlushMs?: number;
+  /** How long API-call counts and lookups gather in memory before one write (write-behind.ts); default 1 s. */
+  reportFlushMs?: number;
 }
 
 /** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
 export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }): CoreDeps & { db: D; runner: BackgroundRunner } {
   const runner = createBackgroundRunner(parts.log, parts.handOff);
+  const reports = {
+    db: parts.db,
+    log: parts.log,
+    background: (name: string, task: () => Promise<unknown>) => runner.run(name, task),
+    ...(parts.reportFlushMs !== undefined ? { flushAfterMs: parts.reportFlushMs } : {}),
+  };
   return {
     db: parts.db,
     keyring: parts.keyring,
@@ -58,12 +65,8 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     ai: parts.ai ?? builtinEngine,
     research: parts.research ?? urlOnlyResearch,
     background: (name, task) => runner.run(name, task),
-    usage: createUsageMeter({
-      db: parts.db,
-      log: parts.log,
-      background: (name, task) => runner.run(name, task),
-      ...(parts.usageFlushMs !== undefined ? { flushAfterMs: parts.usageFlushMs } : {}),
-    }),
+    usage: createUsageMeter(reports),
+    apiLookups: createApiLookupRecorder(reports),
     ...(parts.ip ? { ip: parts.ip } : {}),
     ...(parts.authCache ? { authCache: parts.authCache } : {}),
     ...(parts.sweepSecret ? { sweepSecret: parts.sweepSecret } : {}),

@@ -1,7 +1,6 @@
 import { startCreditReload } from '../account/run-credit-reload.ts';
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { AppError, sqlCall } from '../errors.ts';
-import { recordApiLookup } from './record-api-lookup.ts';
 import {
   COST,
   type CreditOperation,
@@ -76,7 +75,7 @@ export async function chargeLookupCredits({
 /**
  * A lookup paid in credits, as ip-to-company and ip-to-best-fit make it: resolved (402 before any
  * paid provider when the account cannot pay), then, when it was a fresh lookup, charged and stored.
- * An identified business is remembered as the key's own lookup after the answer (list-visitors).
+ * An identified business is remembered as the key's own lookup (list-visitors), written a moment later.
  */
 export async function lookUpWithCredits({
   ctx,
@@ -94,9 +93,6 @@ export async function lookUpWithCredits({
     input: { ...scope, ip: input.ip, beforePaidLookup: () => assertCanPayForLookup({ ctx, input: scope }), enrich: input.enrich },
   });
   if (r.source === 'lookup') await chargeLookupCredits({ ctx, input: { ...scope, verdict: r.verdict } });
-  if (r.source !== 'reserved' && r.verdict.identified) {
-    const verdict = r.verdict;
-    ctx.background('api-lookup', () => recordApiLookup({ ctx, input: { apiKeyId: input.apiKeyId, verdict } }));
-  }
+  if (r.source !== 'reserved') ctx.apiLookups.record(input.apiKeyId, r.verdict);
   return r;
 }

@@ -1,15 +1,61 @@
-import type { VerbArgs } from '../context.ts';
+import type { Logger } from '../context.ts';
+import type { Sql } from '../db.ts';
+import { createWriteBehind } from '../write-behind.ts';
 import type { Verdict } from './resolve-ip.ts';
 
 /**
- * Remembers an identified business that key `apiKeyId` looked up with ip-to-company or
- * ip-to-best-fit (cached answers too: lookup_count counts every lookup), as list-visitors' `api`
- * rows. Anything that is not an identified business is nobody to list.
+ * Remembers the identified businesses each key looked up with ip-to-company or ip-to-best-fit
+ * (cached answers too: lookup_count counts every lookup), as list-visitors' `api` rows. Lookups
+ * gather in memory and one statement a moment later (`sl_record_api_lookups`, migration 0022)
+ * adds them, so a client repeating one address costs one row update per flush, not one per request.
  */
-export async function recordApiLookup({ ctx, input }: VerbArgs<{ apiKeyId: string; verdict: Verdict }>): Promise<void> {
-  const v = input.verdict;
-  if (!v.identified || v.traffic_type !== 'business' || !v.domain || !v.company_name) return;
-  await ctx.db`
-    select sl_record_api_lookup(${input.apiKeyId}::uuid, ${v.ip}::inet, ${v.domain}, ${v.company_name}, ${v.confidence}::real,
-                                ${/^[A-Z]{2}$/.test(v.country_code) ? v.country_code : ''})`;
+export interface ApiLookupRecorder {
+  record(apiKeyId: string, verdict: Verdict): void;
+  /** Writes what has been gathered (list-visitors calls this first, so a key sees its own lookups). */
+  flush(): Promise<void>;
+}
+
+interface ApiLookup {
+  api_key_id: string;
+  ip: string;
+  domain: string;
+  company_name: string;
+  confidence: number;
+  country: string;
+  lookups: number;
+}
+
+export function createApiLookupRecorder(opts: {
+  db: Sql;
+  log: Logger;
+  background: (name: string, task: () => Promise<unknown>) => void;
+  flushAfterMs?: number;
+}): ApiLookupRecorder {
+  const lookups = createWriteBehind<ApiLookup>({
+    name: 'api-lookups',
+    // The latest answer's company stands, as it would had each lookup written its own.
+    merge: (into, item) => {
+      Object.assign(into, { ...item, lookups: into.lookups + item.lookups });
+    },
+    write: (batch) => opts.db`select sl_record_api_lookups(${JSON.stringify(batch)}::text::jsonb)`,
+    background: opts.background,
+    log: opts.log,
+    ...(opts.flushAfterMs !== undefined ? { flushAfterMs: opts.flushAfterMs } : {}),
+  });
+  return {
+    record(apiKeyId, v) {
+      // Anything that is not an identified business is nobody to list.
+      if (!v.identified || v.traffic_type !== 'business' || !v.domain || !v.company_name) return;
+      lookups.add(`${apiKeyId}|${v.ip}`, {
+        api_key_id: apiKeyId,
+        ip: v.ip,
+        domain: v.domain,
+        company_name: v.company_name,
+        confidence: v.confidence,
+        country: /^[A-Z]{2}$/.test(v.country_code) ? v.country_code : '',
+        lookups: 1,
+      });
+    },
+    flush: lookups.flush,
+  };
 }

@@ -126,6 +126,8 @@ export async function listVisitors({ ctx, input }: VerbArgs<ListVisitorsInput & 
   const addressTo = addressFrom && addressFrom.slice(0, -1) + String.fromCharCode(addressFrom.charCodeAt(addressFrom.length - 1) + 1);
   const trackers = input.source !== 'api';
   const api = input.source !== 'tracker';
+  // A key sees its own lookups at once; another process's arrive within its flush (about a second).
+  if (api) await ctx.apiLookups.flush();
   const [page] = await ctx.db<{ total: number; count: number; visitors: string }>`
     select total, count, visitors
     from sl_list_visitors(${input.key.accountId}, ${input.key.apiKeyId}, ${site}, ${since}, ${pattern}, ${addressFrom}, ${addressTo},
