@@ -193,7 +193,7 @@ export async function serveForBench(
     HOST: '127.0.0.1',
     ...opts.env,
   });
-  const server = await startHost(serverEnv, 60_000, { entry: BUILT_MAIN });
+  const server = await startHost(serverEnv, 60_000, { entry: BUILT_MAIN, nodeArgs: profileArgs() });
   const pid = server.proc.pid as number;
   const { runOperatorCommand } = await import('../packages/host/src/operator-commands.ts');
   return {
@@ -205,6 +205,16 @@ export async function serveForBench(
       await server.stop();
     },
   };
+}
+
+/**
+ * BENCH_CPU_PROFILE=<dir>: the measured server writes a V8 CPU profile there when it stops (open it
+ * in Chrome DevTools or speedscope), to show where a request's time goes. Profiling slows the
+ * server, so figures from such a run are not for the report.
+ */
+function profileArgs(): string[] {
+  const dir = process.env.BENCH_CPU_PROFILE;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
 }
 
 /**
@@ -244,7 +254,7 @@ export async function startEmbeddedForBench(opts: { ipData: boolean }): Promise<
   const server = await startHost(
     childEnv({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', IP_DATA: opts.ipData ? '1' : '0', DEMO_PARTNER: '0' }),
     120_000,
-    { entry: BUILT_MAIN },
+    { entry: BUILT_MAIN, nodeArgs: profileArgs() },
   );
   const pid = server.proc.pid as number;
   const url = `http://127.0.0.1:${server.port}`;

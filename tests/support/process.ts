@@ -28,8 +28,12 @@ export const BUILT_MAIN = 'packages/host/dist/main.mjs';
  * entry (sources through tsx), or with `entry` a built bundle under plain node (BUILT_MAIN is
  * `npm run serve`).
  */
-export async function startHost(env: NodeJS.ProcessEnv, timeoutMs = 60_000, { entry }: { entry?: string } = {}): Promise<StartedServer> {
-  const [cmd, args] = entry ? [process.execPath, [entry]] : [TSX, ['packages/host/src/main.ts']];
+export async function startHost(
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 60_000,
+  { entry, nodeArgs = [] }: { entry?: string; nodeArgs?: string[] } = {},
+): Promise<StartedServer> {
+  const [cmd, args] = entry ? [process.execPath, [...nodeArgs, entry]] : [TSX, [...nodeArgs, 'packages/host/src/main.ts']];
   const proc = spawn(cmd, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
