@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
-import { allowedMethodsAt, createHostApp, createNodeServer } from '@sightline/host';
+import { allowedMethodsAt, createHostApp, createNodeServer, nodeRequestHeaders } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from './support/app.ts';
 import { seedPartner } from './support/seed.ts';
@@ -20,7 +20,8 @@ const errors: string[] = [];
 beforeAll(async () => {
   env = await createTestEnv({ log: { info() {}, warn() {}, error: (msg) => void errors.push(msg) } });
   key = (await seedPartner(env.deps, { quota: 10 })).key;
-  const app = createHostApp(env.deps, { bodyTimeoutMs: 400 });
+  // As the host builds it: headers read from Node's own parse (http/request-header.ts).
+  const app = createHostApp({ ...env.deps, headersOf: nodeRequestHeaders }, { bodyTimeoutMs: 400 });
   server = createNodeServer({
     fetch: app.fetch,
     log: env.deps.log,
@@ -156,5 +157,76 @@ describe('well-formed requests', () => {
     const a = await raw(`GET /functions/v1/partner-pool-state HTTP/1.1\r\nHost: localhost\r\nx-access-key: ${key}\r\nConnection: close\r\n\r\n`);
     expect(a.status).toBe(200);
     expect(a.body).toContain('"success":true');
+  });
+
+  it('read their headers from Node’s parse exactly as the web Headers path reads them', async () => {
+    const cases: { name: string; method: string; path: string; headers: [string, string][]; body?: string }[] = [
+      {
+        name: 'key and request id',
+        method: 'GET',
+        path: '/functions/v1/partner-pool-state',
+        headers: [
+          ['X-Access-Key', key],
+          ['X-Request-Id', 'trace-1.a'],
+        ],
+      },
+      {
+        name: 'a request id that is not one',
+        method: 'GET',
+        path: '/functions/v1/partner-pool-state',
+        headers: [
+          ['x-access-key', key],
+          ['x-request-id', 'bad id!'],
+        ],
+      },
+      {
+        name: 'the key sent twice',
+        method: 'GET',
+        path: '/functions/v1/partner-pool-state',
+        headers: [
+          ['x-access-key', key],
+          ['x-access-key', key],
+        ],
+      },
+      { name: 'no key', method: 'GET', path: '/functions/v1/partner-pool-state', headers: [] },
+      {
+        name: 'a JSON route sent text/plain',
+        method: 'POST',
+        path: '/functions/v1/partner-set-webhook',
+        headers: [
+          ['x-access-key', key],
+          ['content-type', 'text/plain'],
+        ],
+        body: '{}',
+      },
+      {
+        name: 'a JSON route sent JSON',
+        method: 'POST',
+        path: '/functions/v1/partner-set-webhook',
+        headers: [
+          ['x-access-key', key],
+          ['Content-Type', 'application/json; charset=utf-8'],
+        ],
+        body: '{"webhook_url":1}',
+      },
+    ];
+    for (const c of cases) {
+      const lines = c.headers.map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      const length = c.body === undefined ? '' : `Content-Length: ${Buffer.byteLength(c.body)}\r\n`;
+      const viaNode = await raw(`${c.method} ${c.path} HTTP/1.1\r\nHost: localhost\r\n${lines}${length}Connection: close\r\n\r\n${c.body ?? ''}`);
+      const headers = new Headers();
+      for (const [k, v] of c.headers) headers.append(k, v);
+      const viaWeb = await env.app.request(`http://localhost${c.path}`, {
+        method: c.method,
+        headers,
+        ...(c.body === undefined ? {} : { body: c.body }),
+      });
+      const webBody = await viaWeb.text();
+      expect({ case: c.name, status: viaNode.status }).toEqual({ case: c.name, status: viaWeb.status });
+      const withoutIds = (text: string) => text.replace(/"(request_id|current_period_(start|end)|created_at)":"[^"]*"/g, '');
+      expect(withoutIds(viaNode.body)).toBe(withoutIds(webBody));
+      if (c.name === 'key and request id') expect(viaNode.headers['x-request-id']).toBe('trace-1.a');
+      if (c.name === 'a request id that is not one') expect(viaNode.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    }
   });
 });

@@ -1,5 +1,14 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { CollectEventInput, collectEvent, type FunctionDefinition, jsonAnswer, kickTrackerQueue, openapi, policies } from '@sightline/core';
+import {
+  CollectEventInput,
+  collectEvent,
+  type FunctionDefinition,
+  jsonAnswer,
+  kickTrackerQueue,
+  openapi,
+  policies,
+  requestHeader,
+} from '@sightline/core';
 import { jsonBody } from '../_shared/schemas.ts';
 
 export const route = createRoute({
@@ -25,7 +34,7 @@ export const collect: FunctionDefinition = {
       const caller = c.get('caller');
       const ip = caller.kind === 'visitor' ? caller.ip : null;
       const deps = c.get('deps');
-      const { stored } = await collectEvent({ ctx: deps, input: { ...c.req.valid('json'), ip, userAgent: c.req.header('user-agent') } });
+      const { stored } = await collectEvent({ ctx: deps, input: { ...c.req.valid('json'), ip, userAgent: requestHeader(c, 'user-agent') } });
       if (stored) kickTrackerQueue(deps);
       return c.json({ success: true as const }, 202);
     });

@@ -5,7 +5,7 @@ import { createOpenAiCompatibleEngine } from './ai/openai-compatible.ts';
 import { listenAuthCache } from './auth-cache.ts';
 import type { BackgroundRunner } from './background.ts';
 import type { Env } from './config.ts';
-import type { CoreDeps, Logger } from './context.ts';
+import type { CoreDeps, Logger, RequestHeaders } from './context.ts';
 import { createKeyring, type HmacSha256Hex } from './crypto.ts';
 import type { Database } from './db.ts';
 import { connectPostgres } from './db-postgres.ts';
@@ -61,6 +61,8 @@ export interface HostRuntime {
   handOff?: (p: Promise<unknown>) => void;
   /** The request's socket peer, from the runtime's request bindings. */
   remoteAddressOf?: (env: unknown) => string | undefined;
+  /** The request's headers by lower-case name, from the runtime's request bindings. */
+  headersOf?: (env: unknown) => RequestHeaders | undefined;
 }
 
 export type BuiltDeps = CoreDeps & { db: Database; runner: BackgroundRunner; close(): Promise<void> };
@@ -141,6 +143,7 @@ export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDe
     ...(auth ? { authCache: auth.cache } : {}),
     ...(env.SWEEP_SECRET ? { sweepSecret: env.SWEEP_SECRET } : {}),
     ...(runtime.remoteAddressOf ? { remoteAddressOf: runtime.remoteAddressOf } : {}),
+    ...(runtime.headersOf ? { headersOf: runtime.headersOf } : {}),
     trustedProxies: trustedProxies(env.TRUSTED_PROXIES),
   });
   const built: BuiltDeps = {

@@ -61,11 +61,16 @@ export interface CoreDeps {
   sweepSecret?: string;
   /** The request's socket peer, from the host's request bindings (core knows no runtime). */
   remoteAddressOf?: (env: unknown) => string | undefined;
+  /** The request's headers by lower-case name, from the host's request bindings (http/request-header.ts). */
+  headersOf?: (env: unknown) => RequestHeaders | undefined;
   /** Proxies whose X-Forwarded-For is believed (`TRUSTED_PROXIES`). */
   trustedProxies: TrustedProxies;
   /** Whether a stored beacon starts the tracker worker at once (tracker/work-tracker-queue.ts). */
   trackerKick: boolean;
 }
+
+/** A request's headers by lower-case name; a repeated one as the list of its values. */
+export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
 /** An API key record as authentication found it (and the auth cache keeps it, frozen). */
 export interface KeyRecord {

@@ -3,7 +3,7 @@ import { builtinEngine } from './ai/builtin-engine.ts';
 import type { AiEngine } from './ai/engine.ts';
 import type { AuthCache } from './auth-cache.ts';
 import { type BackgroundRunner, createBackgroundRunner } from './background.ts';
-import type { CoreDeps, Logger } from './context.ts';
+import type { CoreDeps, Logger, RequestHeaders } from './context.ts';
 import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
 import { createApiLookupRecorder } from './ip/record-api-lookup.ts';
@@ -36,6 +36,7 @@ export interface CoreDepsParts {
   authCache?: AuthCache;
   sweepSecret?: string;
   remoteAddressOf?: (env: unknown) => string | undefined;
+  headersOf?: (env: unknown) => RequestHeaders | undefined;
   /** Defaults to none: the socket's peer is the visitor. */
   trustedProxies?: TrustedProxies;
   /** Defaults to on: each stored beacon starts the tracker worker (tests that step it by hand turn it off). */
@@ -71,6 +72,7 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     ...(parts.authCache ? { authCache: parts.authCache } : {}),
     ...(parts.sweepSecret ? { sweepSecret: parts.sweepSecret } : {}),
     ...(parts.remoteAddressOf ? { remoteAddressOf: parts.remoteAddressOf } : {}),
+    ...(parts.headersOf ? { headersOf: parts.headersOf } : {}),
     trustedProxies: parts.trustedProxies ?? trustedProxies([]),
     trackerKick: parts.trackerKick ?? true,
     runner,

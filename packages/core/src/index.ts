@@ -29,6 +29,7 @@ export * from './http/definition.ts';
 export * from './http/envelope.ts';
 export * from './http/policies.ts';
 export * from './http/request-guard.ts';
+export * from './http/request-header.ts';
 export * from './http/route.ts';
 export * from './http/server.ts';
 export * from './http/storable-text.ts';

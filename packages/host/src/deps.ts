@@ -7,7 +7,7 @@ import { packageIpSources } from './ip-base.ts';
 import { createLogger } from './logger.ts';
 import { loadMigrations } from './migrations.ts';
 import { nodeHmacSha256Hex, nodeSha256Base64 } from './node-hmac.ts';
-import { nodeRemoteAddress } from './node-remote-address.ts';
+import { nodeRemoteAddress, nodeRequestHeaders } from './node-remote-address.ts';
 import { createNodeWebhookTransport } from './webhook-transport.ts';
 
 export type HostDeps = BuiltDeps;
@@ -87,5 +87,6 @@ export async function buildHostDeps(
         }
       : {}),
     remoteAddressOf: nodeRemoteAddress,
+    headersOf: nodeRequestHeaders,
   });
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { AppError } from '../errors.ts';
 import type { HonoEnv } from './definition.ts';
+import { requestHeader } from './request-header.ts';
 
 /** Every request body the API accepts is a small JSON object; anything bigger is refused unread. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -80,7 +81,7 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
  * does not all arrive in time), through the host's reader when it has one for this request.
  */
 export async function readBodyText(c: Context<HonoEnv>, limits: BodyLimits, hostReader: HostBodyReader | undefined): Promise<string> {
-  const declared = Number(c.req.header('content-length') ?? '0');
+  const declared = Number(requestHeader(c, 'content-length') ?? '0');
   if (declared > limits.maxBytes) throw limits.tooLarge();
   const chunks = (await hostReader?.(c.env, limits)) ?? (await readWebBody(c, limits));
   let size = 0;

@@ -8,6 +8,7 @@ import { assertPoolHasIds } from '../ledger/assert-pool-has-ids.ts';
 import { clientAddress } from '../net/client-address.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import type { HonoEnv } from './definition.ts';
+import { requestHeader } from './request-header.ts';
 
 /**
  * A function's policy: who may call it and what guards it, as one value. The server runs it (the
@@ -114,7 +115,7 @@ export function partnerCallerOf(c: Context<HonoEnv>): PartnerCaller {
   return caller;
 }
 
-const accessKey = (c: Context<HonoEnv>) => ({ ctx: c.get('deps'), input: { key: c.req.header('x-access-key') } });
+const accessKey = (c: Context<HonoEnv>) => ({ ctx: c.get('deps'), input: { key: requestHeader(c, 'x-access-key') } });
 
 const KEY_401 = 'x-access-key missing, unknown, revoked or inactive';
 const PARTNER_403 = 'Not the designated partner master key, not a partner account, or another partner’s resource';
@@ -161,7 +162,7 @@ const IdempotentUserHeaders = UserHeaders.extend({
 /** Reads and checks a policy's request headers (400 naming the header). */
 function parseHeaders<T extends z.ZodObject>(schema: T, c: Context<HonoEnv>): z.infer<T> {
   const raw: Record<string, string | undefined> = {};
-  for (const name of Object.keys(schema.shape)) raw[name] = c.req.header(name);
+  for (const name of Object.keys(schema.shape)) raw[name] = requestHeader(c, name);
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -213,7 +214,7 @@ export const policies = {
     description: 'The scheduler, with the sweep token',
     authenticate: async (c) => {
       const expected = c.get('deps').sweepSecret;
-      const given = c.req.header('authorization') ?? '';
+      const given = requestHeader(c, 'authorization') ?? '';
       if (!expected || !sameToken(given, `Bearer ${expected}`)) throw unauthorized('missing or wrong sweep token');
       return { kind: 'sweep' };
     },
@@ -230,8 +231,8 @@ function publicPolicy(description: string, opts: { cors: boolean }): Policy {
     description,
     authenticate: async (c) => {
       const deps = c.get('deps');
-      const ip = clientAddress(deps.remoteAddressOf?.(c.env), c.req.header('x-forwarded-for'), deps.trustedProxies);
-      return { kind: 'visitor', origin: c.req.header('origin'), ip };
+      const ip = clientAddress(deps.remoteAddressOf?.(c.env), requestHeader(c, 'x-forwarded-for'), deps.trustedProxies);
+      return { kind: 'visitor', origin: requestHeader(c, 'origin'), ip };
     },
     middleware: [],
     errors: {},

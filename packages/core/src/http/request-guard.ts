@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import { AppError } from '../errors.ts';
 import { bodyLimits, type HostBodyReader, readBodyText } from './body.ts';
 import type { BodyKind, HonoEnv } from './definition.ts';
+import { requestHeader } from './request-header.ts';
 
 // The media types @hono/zod-openapi's JSON validator accepts, so the guard's 400 and the route
 // agree (a looser test here let `application/json ;x` through to the validator's 415).
@@ -38,7 +39,7 @@ export function guardRequest(opts: GuardOptions): MiddlewareHandler<HonoEnv> {
       throw new AppError(405, `${c.req.method} is not allowed on ${opts.name}; use ${opts.method}`, {}, { Allow: allowed.join(', ') });
     }
     if (opts.body !== 'none' && c.req.method === opts.method) {
-      const type = c.req.header('content-type') ?? '';
+      const type = requestHeader(c, 'content-type') ?? '';
       const json = JSON_CONTENT_TYPE.test(type);
       if (opts.body === 'json' && !json) {
         throw new AppError(400, 'the request body must be JSON with Content-Type: application/json');

@@ -5,6 +5,7 @@ import { AppError } from '../errors.ts';
 import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.ts';
 import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv } from './definition.ts';
 import { describeValidationIssues, errorResponse } from './envelope.ts';
+import { requestHeader } from './request-header.ts';
 import { functionAppParts } from './server.ts';
 import { findUnstorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.ts';
 
@@ -144,7 +145,7 @@ function validateInput(parts: { body?: Schema; query?: Schema; params?: ObjectSc
 function namedHeaders(c: Context<HonoEnv>, schema: ObjectSchema): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of Object.keys(schema.shape)) {
-    const value = c.req.header(name);
+    const value = requestHeader(c, name);
     if (value !== undefined) out[name] = value;
   }
   return out;

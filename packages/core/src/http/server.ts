@@ -6,6 +6,7 @@ import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv, ty
 import { renderError } from './envelope.ts';
 import { CORS_HEADERS, partnerCallerOf } from './policies.ts';
 import { guardRequest } from './request-guard.ts';
+import { requestHeader } from './request-header.ts';
 
 /**
  * What each function's sub-app was built with: its definition, so `openapi()` can document a route
@@ -80,10 +81,10 @@ function createFunctionApp(def: FunctionDefinition, opts: ServerOptions): Functi
 export function createApiServer(deps: CoreDeps, defs: FunctionDefinition[], opts: ServerOptions): FunctionApp {
   const app = new OpenAPIHono<HonoEnv>();
   app.use('*', async (c, next) => {
-    const incoming = c.req.header('x-request-id');
+    c.set('deps', deps);
+    const incoming = requestHeader(c, 'x-request-id');
     const requestId = incoming && /^[\w.-]{1,100}$/.test(incoming) ? incoming : crypto.randomUUID();
     c.set('requestId', requestId);
-    c.set('deps', deps);
     // Before the response exists, so every c.json (errors included) carries it. Setting it after
     // made @hono/node-server turn its lightweight response into a full undici Response with a web
     // stream: a fifth of the CPU of a cached lookup.
