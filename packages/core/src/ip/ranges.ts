@@ -1,4 +1,6 @@
-import { parseIPv6 as parseIPv6Groups } from '../net/ip.ts';
+import { ipv4ToNumber, parseIPv6 as parseIPv6Groups } from '../net/ip.ts';
+
+export { ipv4ToNumber };
 
 /**
  * Interval indexes for IP ranges: disjoint, sorted segments searched in O(log n).
@@ -393,36 +395,6 @@ export class Ipv6Index {
     if (eh < hi || (eh === hi && (this.endLo[b] as bigint) < lo)) return -1;
     return this.values[b] as number;
   }
-}
-
-/**
- * Canonical dotted-quad → number, or -1 (no leading zeros, no spaces, nothing else). The first step
- * of every cache-miss lookup (LocalIpData.facts), so it reads each octet's up-to-three digits at
- * once and works out the octet's length and value with arithmetic masks: a per-character loop
- * mispredicts the branch at nearly every dot of random addresses, which cost more than the parsing
- * itself.
- */
-export function ipv4ToNumber(s: string): number {
-  const len = s.length;
-  if (len < 7 || len > 15) return -1;
-  let value = 0;
-  let i = 0;
-  let bad = 0;
-  for (let k = 0; k < 4; k++) {
-    const d0 = s.charCodeAt(i) - 48;
-    // Past the end reads as '.', which ends the octet like a dot does.
-    const d1 = (i + 1 < len ? s.charCodeAt(i + 1) : 46) - 48;
-    const d2 = (i + 2 < len ? s.charCodeAt(i + 2) : 46) - 48;
-    const second = (~d1 >>> 31) & (d1 < 10 ? 1 : 0); // 1 when d1 is a digit
-    const third = second & (~d2 >>> 31) & (d2 < 10 ? 1 : 0);
-    let octet = d0 * (1 + 9 * second) + d1 * second;
-    octet = octet * (1 + 9 * third) + d2 * third;
-    bad |= (d0 >>> 0 > 9 ? 1 : 0) | (octet > 255 ? 1 : 0) | ((d0 === 0 ? 1 : 0) & second);
-    value = (value << 8) | octet;
-    i += 1 + second + third;
-    if (k < 3) bad |= s.charCodeAt(i++) !== 46 ? 1 : 0;
-  }
-  return bad || i !== len ? -1 : value >>> 0;
 }
 
 export function groupsToBigint(groups: number[]): bigint {

@@ -35,7 +35,11 @@ export function createApiLookupRecorder(opts: {
     name: 'api-lookups',
     // The latest answer's company stands, as it would had each lookup written its own.
     merge: (into, item) => {
-      Object.assign(into, { ...item, lookups: into.lookups + item.lookups });
+      into.lookups += item.lookups;
+      into.domain = item.domain;
+      into.company_name = item.company_name;
+      into.confidence = item.confidence;
+      into.country = item.country;
     },
     write: (batch) => opts.db`select sl_record_api_lookups(${JSON.stringify(batch)}::text::jsonb)`,
     background: opts.background,
