@@ -20,6 +20,19 @@ describe('migrations', () => {
   });
 });
 
+describe('helpers called once per identified visitor', () => {
+  it('are PL/pgSQL, which keeps their plans for the session (a language sql one is planned on every call)', async () => {
+    const rows = await t.db<{ proname: string; lanname: string }>`
+      select p.proname, l.lanname from pg_proc p join pg_language l on l.oid = p.prolang
+      where p.proname in ('sl_event_has_destination', 'sl_visitor_identified_data', 'sl_balance_data') order by 1`;
+    expect(rows).toEqual([
+      { proname: 'sl_balance_data', lanname: 'plpgsql' },
+      { proname: 'sl_event_has_destination', lanname: 'plpgsql' },
+      { proname: 'sl_visitor_identified_data', lanname: 'plpgsql' },
+    ]);
+  });
+});
+
 describe('ledger invariants are CHECK constraints', () => {
   async function expectViolation(run: () => Promise<unknown>) {
     await expect(run()).rejects.toMatchObject({ code: expect.stringMatching(/^23/) as unknown });
