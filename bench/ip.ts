@@ -8,7 +8,7 @@ import { classifyNetwork, forbiddenIPv4Class, type LocalFacts, LocalIpData } fro
 import { openCountryReader, readAsnBase } from '@sightline/host';
 import maxmind, { type CountryResponse } from 'maxmind';
 import { buildHost } from '../packages/host/src/build.ts';
-import { BUILT_MAIN, childEnv, REPO_ROOT, run as runCommand } from '../tests/support/process.ts';
+import { BUILT_MAIN, childEnv, REPO_ROOT, run as runCommand, SERVE_NODE_OPTIONS } from '../tests/support/process.ts';
 import { openBenchDatabase } from './database.ts';
 import { type Figure, figure, formatTable, machineLine, memoryGoal, printFigures, rssOf, verdict } from './lib.ts';
 
@@ -400,7 +400,7 @@ async function measureMemory(url: string | undefined) {
       // The store logs 'local IP data loaded' at info level, on stderr.
       LOG_LEVEL: 'info',
     });
-    const server = spawn(process.execPath, [BUILT_MAIN], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const server = spawn(process.execPath, [...SERVE_NODE_OPTIONS, BUILT_MAIN], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
       // The server answers before its IP data is loaded (it loads behind it): wait for both.
       await new Promise<void>((resolve, reject) => {

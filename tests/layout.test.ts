@@ -3,8 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
 import { generateOpenApi, OPENAPI_FILE } from '../packages/host/src/openapi-cli.ts';
 import { IP_DATA_STATIC_FILES, PREPARE_COMMAND, SUPABASE_DIR, supabaseDrift } from '../packages/host/src/supabase-layout.ts';
+import { BUILT_MAIN, SERVE_NODE_OPTIONS } from './support/process.ts';
 
 describe('deployment layout', () => {
+  it('npm start runs, after its build, the same command as npm run serve (node options included), which tests and benches start', async () => {
+    const { scripts } = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: Record<string, string> };
+    expect(scripts.start).toBe(`${scripts.build} && ${scripts.serve}`);
+    expect(scripts.serve).toBe(['node', ...SERVE_NODE_OPTIONS, BUILT_MAIN].join(' '));
+  });
+
   it.each(allFunctions.map((f) => [f.name]))('%s has a Supabase entrypoint serving it and a config.toml section', async (name) => {
     const def = allFunctions.find((f) => f.name === name);
     const entry = await readFile(`${SUPABASE_DIR}functions/${name}/index.ts`, 'utf8');

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -24,6 +25,18 @@ export interface StartedServer {
 export const BUILT_MAIN = 'packages/host/dist/main.mjs';
 
 /**
+ * The node options `npm run serve` runs BUILT_MAIN with, read from package.json, so a test or bench
+ * that starts the built server starts it exactly as production does (`npm start` runs the same
+ * command after its build; tests/layout checks the two agree).
+ */
+export const SERVE_NODE_OPTIONS: string[] = (() => {
+  const pkg = JSON.parse(readFileSync(`${REPO_ROOT}package.json`, 'utf8')) as { scripts: Record<string, string> };
+  const argv = (pkg.scripts.serve ?? '').split(/\s+/);
+  if (argv[0] !== 'node' || argv.at(-1) !== BUILT_MAIN) throw new Error(`package.json's serve script is not "node [options] ${BUILT_MAIN}"`);
+  return argv.slice(1, -1);
+})();
+
+/**
  * Runs a server and waits until it prints `listening on http://localhost:<port>`: the `npm start`
  * entry (sources through tsx), or with `entry` a built bundle under plain node (BUILT_MAIN is
  * `npm run serve`).
@@ -33,7 +46,8 @@ export async function startHost(
   timeoutMs = 60_000,
   { entry, nodeArgs = [] }: { entry?: string; nodeArgs?: string[] } = {},
 ): Promise<StartedServer> {
-  const [cmd, args] = entry ? [process.execPath, [...nodeArgs, entry]] : [TSX, [...nodeArgs, 'packages/host/src/main.ts']];
+  const production = entry === BUILT_MAIN ? SERVE_NODE_OPTIONS : [];
+  const [cmd, args] = entry ? [process.execPath, [...production, ...nodeArgs, entry]] : [TSX, [...nodeArgs, 'packages/host/src/main.ts']];
   const proc = spawn(cmd, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
