@@ -26,16 +26,18 @@ interface Count {
 /** A write-behind whose writes go to `write`, with its background tasks kept to await. */
 function gathering(write: (batch: Count[]) => Promise<unknown>, extra: { maxPending?: number; log?: Logger } = {}) {
   const tasks: Promise<unknown>[] = [];
-  const wb = createWriteBehind<Count>({
+  const host = {
+    background: (_name: string, task: () => Promise<unknown>) => void tasks.push(task()),
+    log: extra.log ?? silentLogger,
+    flushAfterMs: 5,
+  };
+  const wb = createWriteBehind<Count>(host, {
     name: 'test-counts',
     merge: (into, item) => {
       into.n += item.n;
       into.last = item.last;
     },
     write,
-    background: (_name, task) => tasks.push(task()),
-    log: extra.log ?? silentLogger,
-    flushAfterMs: 5,
     ...(extra.maxPending !== undefined ? { maxPending: extra.maxPending } : {}),
   });
   const add = (key: string, last = 'x', n = 1) => wb.add(key, { key, n, last });

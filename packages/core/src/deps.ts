@@ -14,6 +14,7 @@ import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
 import type { ProfileResearch } from './research/profile.ts';
 import { urlOnlyResearch } from './research/url-only.ts';
+import type { WriteBehindHost } from './write-behind.ts';
 
 export interface CoreDepsParts {
   db: Sql;
@@ -48,10 +49,10 @@ export interface CoreDepsParts {
 /** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
 export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }): CoreDeps & { db: D; runner: BackgroundRunner } {
   const runner = createBackgroundRunner(parts.log, parts.handOff);
-  const reports = {
+  const reports: WriteBehindHost = {
     db: parts.db,
     log: parts.log,
-    background: (name: string, task: () => Promise<unknown>) => runner.run(name, task),
+    background: (name, task) => runner.run(name, task),
     ...(parts.reportFlushMs !== undefined ? { flushAfterMs: parts.reportFlushMs } : {}),
   };
   return {

@@ -1,4 +1,5 @@
 import type { Logger } from './context.ts';
+import type { Sql } from './db.ts';
 
 /**
  * Counts and last-seen facts that requests report many times a second, gathered in memory and
@@ -20,6 +21,15 @@ export interface WriteBehind<T> {
   readonly pending: number;
 }
 
+/** Where a write-behind runs: the process's background work, its log, its database for the writer. */
+export interface WriteBehindHost {
+  db: Sql;
+  log: Logger;
+  background: (name: string, task: () => Promise<unknown>) => void;
+  /** How long reports gather before the write; default 1 s. */
+  flushAfterMs?: number;
+}
+
 export interface WriteBehindOptions<T> {
   /** Names the background task and the warning when a write fails. */
   name: string;
@@ -27,16 +37,12 @@ export interface WriteBehindOptions<T> {
   merge(into: T, item: T): void;
   /** Writes one batch, every key distinct, in one statement. */
   write(batch: T[]): Promise<unknown>;
-  background: (name: string, task: () => Promise<unknown>) => void;
-  log: Logger;
-  /** How long reports gather before the write; default 1 s. */
-  flushAfterMs?: number;
   /** The most distinct keys held while the database is away or slow: past it, new keys are dropped. */
   maxPending?: number;
 }
 
-export function createWriteBehind<T>(opts: WriteBehindOptions<T>): WriteBehind<T> {
-  const flushAfterMs = opts.flushAfterMs ?? 1000;
+export function createWriteBehind<T>(host: Omit<WriteBehindHost, 'db'>, opts: WriteBehindOptions<T>): WriteBehind<T> {
+  const flushAfterMs = host.flushAfterMs ?? 1000;
   const maxPending = opts.maxPending ?? 100_000;
   let pending = new Map<string, T>();
   let scheduled = false;
@@ -53,7 +59,7 @@ export function createWriteBehind<T>(opts: WriteBehindOptions<T>): WriteBehind<T
   async function write(): Promise<void> {
     scheduled = false;
     if (dropped) {
-      opts.log.warn(`${opts.name}: reports dropped while the database was behind`, { dropped });
+      host.log.warn(`${opts.name}: reports dropped while the database was behind`, { dropped });
       dropped = 0;
     }
     if (!pending.size) return;
@@ -69,7 +75,7 @@ export function createWriteBehind<T>(opts: WriteBehindOptions<T>): WriteBehind<T
       for (const [k, v] of newer) gather(k, v);
       // Not rescheduled from here: the next report schedules the retry, so a database that stays
       // away cannot keep a background task alive (a host draining its work would never finish).
-      opts.log.warn(`${opts.name}: not written; kept for the next flush`, { error: err instanceof Error ? err.message : String(err) });
+      host.log.warn(`${opts.name}: not written; kept for the next flush`, { error: err instanceof Error ? err.message : String(err) });
     }
   }
 
@@ -83,7 +89,7 @@ export function createWriteBehind<T>(opts: WriteBehindOptions<T>): WriteBehind<T
       gather(key, item);
       if (scheduled) return;
       scheduled = true;
-      opts.background(opts.name, () => new Promise<void>((resolve) => setTimeout(resolve, flushAfterMs)).then(flush));
+      host.background(opts.name, () => new Promise<void>((resolve) => setTimeout(resolve, flushAfterMs)).then(flush));
     },
     flush,
     get pending() {

@@ -1,6 +1,4 @@
-import type { Logger } from '../context.ts';
-import type { Sql } from '../db.ts';
-import { createWriteBehind } from '../write-behind.ts';
+import { createWriteBehind, type WriteBehindHost } from '../write-behind.ts';
 
 /**
  * Counts an account's API calls and operations for api-usage-summary without a database write on
@@ -20,21 +18,13 @@ interface UsageCount {
   calls: number;
 }
 
-export function createUsageMeter(opts: {
-  db: Sql;
-  log: Logger;
-  background: (name: string, task: () => Promise<unknown>) => void;
-  flushAfterMs?: number;
-}): UsageMeter {
-  const counts = createWriteBehind<UsageCount>({
+export function createUsageMeter(host: WriteBehindHost): UsageMeter {
+  const counts = createWriteBehind<UsageCount>(host, {
     name: 'usage-meter',
     merge: (into, item) => {
       into.calls += item.calls;
     },
-    write: (batch) => opts.db`select sl_record_usage(${JSON.stringify(batch)}::text::jsonb)`,
-    background: opts.background,
-    log: opts.log,
-    ...(opts.flushAfterMs !== undefined ? { flushAfterMs: opts.flushAfterMs } : {}),
+    write: (batch) => host.db`select sl_record_usage(${JSON.stringify(batch)}::text::jsonb)`,
   });
   return {
     count: (accountId, operation, calls = 1) => counts.add(`${accountId}|${operation}`, { account_id: accountId, operation, calls }),

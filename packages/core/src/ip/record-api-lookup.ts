@@ -1,6 +1,4 @@
-import type { Logger } from '../context.ts';
-import type { Sql } from '../db.ts';
-import { createWriteBehind } from '../write-behind.ts';
+import { createWriteBehind, type WriteBehindHost } from '../write-behind.ts';
 import type { Verdict } from './resolve-ip.ts';
 
 /**
@@ -25,13 +23,8 @@ interface ApiLookup {
   lookups: number;
 }
 
-export function createApiLookupRecorder(opts: {
-  db: Sql;
-  log: Logger;
-  background: (name: string, task: () => Promise<unknown>) => void;
-  flushAfterMs?: number;
-}): ApiLookupRecorder {
-  const lookups = createWriteBehind<ApiLookup>({
+export function createApiLookupRecorder(host: WriteBehindHost): ApiLookupRecorder {
+  const lookups = createWriteBehind<ApiLookup>(host, {
     name: 'api-lookups',
     // The latest answer's company stands, as it would had each lookup written its own.
     merge: (into, item) => {
@@ -41,10 +34,7 @@ export function createApiLookupRecorder(opts: {
       into.confidence = item.confidence;
       into.country = item.country;
     },
-    write: (batch) => opts.db`select sl_record_api_lookups(${JSON.stringify(batch)}::text::jsonb)`,
-    background: opts.background,
-    log: opts.log,
-    ...(opts.flushAfterMs !== undefined ? { flushAfterMs: opts.flushAfterMs } : {}),
+    write: (batch) => host.db`select sl_record_api_lookups(${JSON.stringify(batch)}::text::jsonb)`,
   });
   return {
     record(apiKeyId, v) {
