@@ -110,6 +110,29 @@ describe('write-behind', () => {
     expect(batches).toEqual([[{ key: 'a', n: 5, last: 'new' }]]);
   });
 
+  it('drops a batch the database refuses for its data (it would be refused forever), and goes on with the next', async () => {
+    const errors: unknown[] = [];
+    const log: Logger = { ...silentLogger, error: (msg, fields) => errors.push({ msg, fields }) };
+    const batches: Count[][] = [];
+    const { wb, add } = gathering(
+      async (b) => {
+        if (b.some((c) => c.key === 'poison')) throw Object.assign(new Error('value too long'), { code: '22001' });
+        batches.push(b);
+      },
+      { log },
+    );
+    add('poison');
+    add('a');
+    await wb.flush();
+    expect(wb.pending).toBe(0);
+    expect(errors).toEqual([
+      { msg: 'test-counts: a batch the database refuses for its data was dropped', fields: { error: 'value too long', reports: 2 } },
+    ]);
+    add('b');
+    await wb.flush();
+    expect(batches).toEqual([[{ key: 'b', n: 1, last: 'x' }]]);
+  });
+
   it('holds at most maxPending keys while the database is away, and says how many reports it dropped', async () => {
     const warnings: unknown[] = [];
     const log: Logger = { ...silentLogger, warn: (msg, fields) => warnings.push({ msg, fields }) };

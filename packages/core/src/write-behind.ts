@@ -41,6 +41,15 @@ export interface WriteBehindOptions<T> {
   maxPending?: number;
 }
 
+/**
+ * SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): the statement's
+ * input is wrong, not the database's state, so retrying the same batch cannot succeed.
+ */
+function refusedForItsData(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
 export function createWriteBehind<T>(host: Omit<WriteBehindHost, 'db'>, opts: WriteBehindOptions<T>): WriteBehind<T> {
   const flushAfterMs = host.flushAfterMs ?? 1000;
   const maxPending = opts.maxPending ?? 100_000;
@@ -68,6 +77,13 @@ export function createWriteBehind<T>(host: Omit<WriteBehindHost, 'db'>, opts: Wr
     try {
       await opts.write([...batch.values()]);
     } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
+      if (refusedForItsData(err)) {
+        // The same batch would be refused again on every flush, and hold back every report that
+        // joins it: dropped, loudly. (The writers' SQL skips the rows it knows cannot be stored.)
+        host.log.error(`${opts.name}: a batch the database refuses for its data was dropped`, { error, reports: batch.size });
+        return;
+      }
       // Kept for the next flush rather than lost to a blip; bounded, so an outage cannot grow it
       // forever. Reports gathered meanwhile are newer, so the failed batch folds in under them.
       const newer = pending;
@@ -75,7 +91,7 @@ export function createWriteBehind<T>(host: Omit<WriteBehindHost, 'db'>, opts: Wr
       for (const [k, v] of newer) gather(k, v);
       // Not rescheduled from here: the next report schedules the retry, so a database that stays
       // away cannot keep a background task alive (a host draining its work would never finish).
-      host.log.warn(`${opts.name}: not written; kept for the next flush`, { error: err instanceof Error ? err.message : String(err) });
+      host.log.warn(`${opts.name}: not written; kept for the next flush`, { error });
     }
   }
 
