@@ -279,7 +279,7 @@ const NO_RANGES_V4 = Ipv4Index.build([]);
 const article = (t: string) => (/^[aeiou]/.test(t) ? 'an' : 'a');
 
 /** The imported layers' indexes: VPN/hosting/ISP ranges (the narrowest wins, then the kind), company records (imported before learned). */
-function importedLayers(input: Omit<LocalLayers, 'asn4' | 'asn6'>) {
+function importedLayers(input: Omit<LocalLayers, 'asn4' | 'asn6'>): ImportedLayers {
   const overlays: { kind: RangeKind; provider: string | null }[] = [];
   const overlayIndex = <T extends number | bigint>(rows: OverlayRow<T>[]): RangeInput<T>[] =>
     rows.map((r) => {
@@ -297,6 +297,15 @@ function importedLayers(input: Omit<LocalLayers, 'asn4' | 'asn6'>) {
   const company4 = Ipv4Index.build(companyIndex(input.companies4 ?? []));
   const company6 = Ipv6Index.build(companyIndex(input.companies6 ?? []));
   return { overlays, overlay4, overlay6, companies, company4, company6 };
+}
+
+interface ImportedLayers {
+  overlays: { kind: RangeKind; provider: string | null }[];
+  overlay4: Ipv4Index;
+  overlay6: Ipv6Index;
+  companies: CompanyRow<number | bigint>[];
+  company4: Ipv4Index;
+  company6: Ipv6Index;
 }
 
 export class LocalIpData {
@@ -319,13 +328,15 @@ export class LocalIpData {
      * owners' reasons, made once each); shared by the copies withLayers makes.
      */
     private readonly answers4: (LocalFacts | undefined)[],
-    private readonly overlays: { kind: RangeKind; provider: string | null }[],
-    private readonly overlay4: Ipv4Index,
-    private readonly overlay6: Ipv6Index,
-    private readonly companies: CompanyRow<number | bigint>[],
-    private readonly company4: Ipv4Index,
-    private readonly company6: Ipv6Index,
+    layers: ImportedLayers,
   ) {
+    // Kept as fields of their own, not behind `layers`: every lookup reads them.
+    this.overlays = layers.overlays;
+    this.overlay4 = layers.overlay4;
+    this.overlay6 = layers.overlay6;
+    this.companies = layers.companies;
+    this.company4 = layers.company4;
+    this.company6 = layers.company6;
     this.listReasons = shippedLists.map((list) =>
       list.kind === 'vpn' && !list.provider ? null : `The address ${list.reason}${list.provider ? ` (${list.provider})` : ''}.`,
     );
@@ -333,6 +344,12 @@ export class LocalIpData {
 
   /** Per shipped list, the reason of its answers, when it does not depend on the network owner. */
   private readonly listReasons: (string | null)[];
+  private readonly overlays: ImportedLayers['overlays'];
+  private readonly overlay4: Ipv4Index;
+  private readonly overlay6: Ipv6Index;
+  private readonly companies: ImportedLayers['companies'];
+  private readonly company4: Ipv4Index;
+  private readonly company6: Ipv6Index;
 
   /**
    * A copy with new imported layers (VPN/hosting/ISP ranges, company records) over the same network
@@ -340,7 +357,6 @@ export class LocalIpData {
    * rebuilds none of them.
    */
   withLayers(layers: Omit<LocalLayers, 'asn4' | 'asn6'>): LocalIpData {
-    const next = importedLayers(layers);
     return new LocalIpData(
       this.owners,
       this.facts4,
@@ -349,12 +365,7 @@ export class LocalIpData {
       this.shipped6,
       this.countryCodes,
       this.answers4,
-      next.overlays,
-      next.overlay4,
-      next.overlay6,
-      next.companies,
-      next.company4,
-      next.company6,
+      importedLayers(layers),
     );
   }
 
@@ -367,7 +378,6 @@ export class LocalIpData {
     const owners = new Owners(base.owners.asns, base.owners.names);
     const shipped = base.ranges ?? NO_SHIPPED_RANGES;
     const facts4 = Ipv4Facts.merge(base.asn4, shipped.v4, base.country?.v4 ?? NO_RANGES_V4);
-    const next = importedLayers(layers);
     return new LocalIpData(
       owners,
       facts4,
@@ -376,12 +386,7 @@ export class LocalIpData {
       shipped.v6,
       base.country?.codes ?? null,
       new Array(facts4.comboCount),
-      next.overlays,
-      next.overlay4,
-      next.overlay6,
-      next.companies,
-      next.company4,
-      next.company6,
+      importedLayers(layers),
     );
   }
 
@@ -405,22 +410,7 @@ export class LocalIpData {
     const asn6 = Ipv6Index.build(input.asn6.map((r) => ({ start: r.start, end: r.end, value: owner(r.asn, r.name) })));
     const owners = new Owners(Int32Array.from(asns), names);
     const facts4 = Ipv4Facts.merge(asn4, NO_RANGES_V4, NO_RANGES_V4);
-    const next = importedLayers(input);
-    return new LocalIpData(
-      owners,
-      facts4,
-      asn6,
-      [],
-      NO_SHIPPED_RANGES.v6,
-      null,
-      [],
-      next.overlays,
-      next.overlay4,
-      next.overlay6,
-      next.companies,
-      next.company4,
-      next.company6,
-    );
+    return new LocalIpData(owners, facts4, asn6, [], NO_SHIPPED_RANGES.v6, null, [], importedLayers(input));
   }
 
   get stats() {
