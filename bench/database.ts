@@ -1,4 +1,5 @@
 import type { Database } from '@sightline/core';
+import postgres from 'postgres';
 import { openTestDatabase } from '../tests/support/db.ts';
 
 /**
@@ -8,4 +9,28 @@ import { openTestDatabase } from '../tests/support/db.ts';
 export async function openBenchDatabase(poolSize: number): Promise<{ db: Database; kind: string; url?: string; drop(): Promise<void> }> {
   const t = await openTestDatabase({ pool: poolSize });
   return { ...t, kind: t.url ? `Postgres (pool ${poolSize})` : 'PGlite (embedded, one connection)' };
+}
+
+/**
+ * A one-connection session on `url` whose every statement, those inside functions included, is
+ * logged with its plan and run time by auto_explain; each plan reaches `onPlan` as the text of a
+ * notice. Null where the role may not LOAD auto_explain (a superuser can). The caller ends it.
+ */
+export async function openExplainingSession(url: string, onPlan: (plan: string) => void): Promise<postgres.Sql | null> {
+  const pg = postgres(url, {
+    max: 1,
+    onnotice: (n) => {
+      if (n.message) onPlan(n.message);
+    },
+  });
+  try {
+    await pg.unsafe(`load 'auto_explain'`);
+  } catch {
+    await pg.end({ timeout: 5 });
+    return null;
+  }
+  await pg.unsafe(
+    'set auto_explain.log_min_duration = 0; set auto_explain.log_nested_statements = on; set auto_explain.log_analyze = on; set auto_explain.log_buffers = on; set client_min_messages = log',
+  );
+  return pg;
 }

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createCoreDeps, createKeyring, type Database, rollOverDuePeriods, type Sql, silentLogger } from '@sightline/core';
 import { createNodeWebhookTransport } from '@sightline/host';
-import postgres from 'postgres';
-import { openBenchDatabase } from './database.ts';
+import { openBenchDatabase, openExplainingSession } from './database.ts';
 import { figure, formatTable, machineLine, printFigures, setting, verdict } from './lib.ts';
 
 /**
@@ -266,22 +265,12 @@ const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(li
  */
 async function batchPlans(url: string, at: Date): Promise<{ lock: string[]; roll: string[] } | null> {
   const plans = { lock: [] as string[], roll: [] as string[] };
-  const pg = postgres(url, {
-    max: 1,
-    onnotice: (n) => {
-      if (n.message?.includes('for update of s')) plans.lock = n.message.split('\n');
-      else if (n.message?.includes('with b as')) plans.roll = n.message.split('\n');
-    },
+  const pg = await openExplainingSession(url, (plan) => {
+    if (plan.includes('for update of s')) plans.lock = plan.split('\n');
+    else if (plan.includes('with b as')) plans.roll = plan.split('\n');
   });
+  if (!pg) return null;
   try {
-    try {
-      await pg.unsafe(`load 'auto_explain'`);
-    } catch {
-      return null;
-    }
-    await pg.unsafe(
-      'set auto_explain.log_min_duration = 0; set auto_explain.log_nested_statements = on; set auto_explain.log_analyze = on; set auto_explain.log_buffers = on; set client_min_messages = log',
-    );
     await pg
       .begin(async (tx) => {
         await tx`select sl_roll_over_children(${at.toISOString()}::timestamptz, ${BATCH}, true)`;

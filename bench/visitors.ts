@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { createPartner, type KeyRecord, ListVisitorsInput, listVisitors, type Sql, type SqlValue } from '@sightline/core';
 import { FUNCTIONS_PREFIX } from '@sightline/host';
-import postgres from 'postgres';
 import { createTestEnv, type TestEnv } from '../tests/support/app.ts';
 import { createChildVia } from '../tests/support/seed.ts';
+import { openExplainingSession } from './database.ts';
 import {
   type CountedRequest,
   type CountedResult,
@@ -257,21 +257,11 @@ export async function seed(env: TestEnv, s: Seeded, from: number, to: number, sm
  */
 async function innerPlan(url: string, key: KeyRecord, input: { search: string; since: string }): Promise<string[] | null> {
   let last: string[] = [];
-  const pg = postgres(url, {
-    max: 1,
-    onnotice: (n) => {
-      if (n.message?.includes('with tracked as')) last = n.message.split('\n');
-    },
+  const pg = await openExplainingSession(url, (plan) => {
+    if (plan.includes('with tracked as')) last = plan.split('\n');
   });
+  if (!pg) return null;
   try {
-    try {
-      await pg.unsafe(`load 'auto_explain'`);
-    } catch {
-      return null;
-    }
-    await pg.unsafe(
-      'set auto_explain.log_min_duration = 0; set auto_explain.log_nested_statements = on; set auto_explain.log_analyze = on; set auto_explain.log_buffers = on; set client_min_messages = log',
-    );
     // The verb's own statement, sent on this session so auto_explain sees it.
     const session = Object.assign(
       <T extends object>(strings: TemplateStringsArray, ...values: SqlValue[]) => pg(strings, ...(values as never[])) as unknown as Promise<T[]>,
