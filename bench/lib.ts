@@ -538,5 +538,75 @@ export async function compareWithBaseline(ours: Target, baseline: Target, second
   return { runs, baseline: combine(baseline.name, runs), ours: combine(ours.name, runs) };
 }
 
+/**
+ * One route of ours against the plain Hono baseline, as pool-state and ip-to-company measure it: a
+ * probe (a broken seed or route fails here, not as a wall of non-2xx after a full run; it is also
+ * the request that fills any cache the measured ones hit), the interleaved runs, the server's
+ * memory after them, the checks, and the figures. Goals apply on Postgres; the embedded default's
+ * throughput and latency are reported, its memory judged.
+ */
+export async function benchRouteAgainstBaseline(opts: {
+  bench: string;
+  server: BenchServer & { embedded: boolean };
+  baseline: Listening & { path: string };
+  target: Target;
+  seconds: number;
+  /** After the server's own description in the header (e.g. `, IP_DATA=1`). */
+  serverNote?: string;
+  metrics: { throughput: string; p99: string };
+  goals: { ratio: number; p99Ms: number };
+}): Promise<void> {
+  const { bench, server, target, goals } = opts;
+  const probe = await fetch(target.url, { method: target.method ?? 'GET', headers: target.headers, body: target.body });
+  if (probe.status !== 200) throw new Error(`${bench} probe returned ${probe.status}: ${await probe.text()}`);
+  await probe.body?.cancel();
+  const bare: Target = { name: 'plain Hono route', url: `${opts.baseline.url}${opts.baseline.path}` };
+  process.stdout.write(
+    [
+      `bench ${bench}`,
+      `  ${machineLine()}`,
+      `  server: ${server.where}${opts.serverNote ?? ''}`,
+      '  baseline: a plain Hono app with one JSON route (bench/baseline-server.ts), built the same way, plain node, its own process',
+      `  load: autocannon, ${CONNECTIONS} connections (worker thread of the bench process); warm-up ${WARMUP_SECONDS} s each, then ${opts.seconds} s per run, order baseline, ${target.name}, ${target.name}, baseline`,
+      '',
+    ].join('\n'),
+  );
+  const { runs, baseline: b, ours } = await compareWithBaseline(target, bare, opts.seconds);
+  const rss = (await server.rss()) ?? Number.NaN;
+  const where = server.embedded ? 'embedded' : 'postgres';
+  const throughput = figure(bench, opts.metrics.throughput, {
+    ours: ours.reqPerSec,
+    baseline: b.reqPerSec,
+    goal: server.embedded ? '' : `ratio >= ${goals.ratio}`,
+    unit: 'req/s',
+  });
+  const p99 = figure(bench, opts.metrics.p99, { ours: ours.p99, goal: server.embedded ? '' : `ours <= ${goals.p99Ms}`, unit: 'ms' });
+  const memory = figure(bench, `server RSS after load (${server.embedded ? 'npm start, embedded' : 'npm run serve, Postgres'})`, {
+    ours: rss,
+    goal: memoryGoal(server.embedded),
+    unit: 'MB',
+  });
+  const ratio = throughput.ratio ?? Number.NaN;
+  process.stdout.write(
+    [
+      resultsTable([runRows(runs), [b, ours]]),
+      'combined: req/s over both runs; p50/p99 of the worse run. Latency resolution is 1 ms (autocannon).',
+      '',
+      formatTable(
+        ['check', 'measured', 'goal', 'result'],
+        [
+          [
+            [`${bench} / plain Hono req/s (${where})`, `${(ratio * 100).toFixed(1)}%`, `≥ ${goals.ratio * 100}%`, verdict(ratio >= goals.ratio)],
+            [`${bench} p99 (${where})`, `${ours.p99} ms`, `≤ ${goals.p99Ms} ms`, verdict(ours.p99 <= goals.p99Ms)],
+            ['server RSS after the load', `${rss} MB`, `${memory.goal.replace('ours <= ', '≤ ')} MB`, verdict(meetsGoal(memory) === true)],
+          ],
+        ],
+      ),
+      '',
+    ].join('\n'),
+  );
+  printFigures([throughput, p99, memory]);
+}
+
 /** The memory goal for the server a bench measured, MB after load: `npm run serve` on Postgres, or `npm start` embedded. */
 export const memoryGoal = (embedded: boolean) => (embedded ? 'ours <= 300' : 'ours <= 150');
