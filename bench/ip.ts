@@ -8,6 +8,7 @@ import { classifyNetwork, forbiddenIPv4Class, type LocalFacts, LocalIpData } fro
 import { openCountryReader, readAsnBase } from '@sightline/host';
 import maxmind, { type CountryResponse } from 'maxmind';
 import { buildHost } from '../packages/host/src/build.ts';
+import { dotted, xorshift32 } from '../tests/support/addresses.ts';
 import { BUILT_MAIN, childEnv, REPO_ROOT, run as runCommand, SERVE_NODE_OPTIONS } from '../tests/support/process.ts';
 import { openBenchDatabase } from './database.ts';
 import { type Figure, figure, formatTable, machineLine, memoryGoal, printFigures, rssOf, verdict } from './lib.ts';
@@ -27,19 +28,6 @@ const LOOKUPS = 2_000_000;
 /** Addresses whose answers ours and the baseline must agree on, drawn like the timed ones. */
 const AGREEMENT_SAMPLE = 200_000;
 
-const dotted = (v: number) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
-
-/** xorshift32: reproducible, spread over the whole space. */
-function generator(seed: number) {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return x >>> 0;
-  };
-}
-
 type Base = Awaited<ReturnType<typeof readAsnBase>>;
 
 /**
@@ -49,7 +37,7 @@ type Base = Awaited<ReturnType<typeof readAsnBase>>;
  * are left out: resolveIp answers them before the cache, so a cache miss never sees one.
  */
 function addressMix(base: Base, n: number, seed: number): string[] {
-  const rnd = generator(seed);
+  const rnd = xorshift32(seed);
   const owned = base.asn4.arrays();
   const listed = base.ranges?.v4.arrays();
   if (!listed?.starts.length) throw new Error('the shipped range lists did not load');
@@ -70,7 +58,7 @@ function addressMix(base: Base, n: number, seed: number): string[] {
 
 /** IPv6 addresses in ranges owned by an ASN, for the general path's line (no baseline). */
 function ipv6Mix(base: Base, n: number, seed: number): string[] {
-  const rnd = generator(seed);
+  const rnd = xorshift32(seed);
   const six = base.asn6.arrays();
   const out = new Array<string>(n);
   for (let i = 0; i < n; i++) {

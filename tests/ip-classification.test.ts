@@ -15,6 +15,7 @@ import {
 } from '@sightline/core';
 import { openCountryReader, readAsnBase, readNetworkOwners } from '@sightline/host';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { dotted } from './support/addresses.ts';
 
 /** The range lists the product ships (packages/core/data/ip-ranges/README.md says where from). */
 const SHIPPED = new URL('../packages/core/data/ip-ranges/', import.meta.url);
@@ -29,7 +30,6 @@ beforeAll(async () => {
 });
 
 const bigToV6 = (v: bigint) => Array.from({ length: 8 }, (_, k) => ((v >> BigInt(112 - 16 * k)) & 0xffffn).toString(16)).join(':');
-const dotted = (v: number) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
 
 /** The traffic type of the cache-miss lookup, as ip-to-company asks it (LocalIpData.facts). */
 const typeOf = (d: LocalIpData, ip: string) => d.facts(ip, (a) => country.get(a)?.country_code ?? null)?.traffic_type ?? null;

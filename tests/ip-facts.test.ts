@@ -16,6 +16,7 @@ import {
 } from '@sightline/core';
 import { openCountryReader, readAsnBase } from '@sightline/host';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { dotted, xorshift32 } from './support/addresses.ts';
 
 /**
  * The cache-miss lookup of ip-to-company and the tracker identifications (`LocalIpData.facts`): one
@@ -35,18 +36,7 @@ beforeAll(async () => {
   reader = await openCountryReader();
 }, 60_000);
 
-const dotted = (v: number) => `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
 const hex6 = (v: bigint) => Array.from({ length: 8 }, (_, k) => ((v >> BigInt(112 - 16 * k)) & 0xffffn).toString(16)).join(':');
-
-function xorshift(seed: number) {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return x >>> 0;
-  };
-}
 
 type Layers = Omit<LocalLayers, 'asn4' | 'asn6'>;
 const KIND_PRIORITY = { vpn: 3, hosting: 2, isp: 1 } as const;
@@ -232,7 +222,7 @@ function* edges(index: Ipv4Index, step = 1): Generator<string> {
 }
 
 function* randomV4(n: number, seed: number): Generator<string> {
-  const rnd = xorshift(seed);
+  const rnd = xorshift32(seed);
   for (let i = 0; i < n; i++) yield dotted(rnd());
 }
 
@@ -315,7 +305,7 @@ describe('the one-table IPv4 lookup answers what the interval searches and the m
 describe('IPv6 keeps the general path', () => {
   it('answers as the reference, the country from the reader, inside and at the edges of owned ranges', () => {
     const six = base.asn6.arrays();
-    const rnd = xorshift(0x6a09e667);
+    const rnd = xorshift32(0x6a09e667);
     const probes: string[] = ['2a00:1450:4001:800::200e', '2003::1', '2001:630::1', '2600:1f18::1', '2a02:26f7:b3c0:4000::1', '::ffff:8.8.8.8'];
     for (let i = 0; i < 3000; i++) {
       const k = rnd() % six.values.length;

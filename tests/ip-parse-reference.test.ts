@@ -15,6 +15,7 @@ import {
 import fc from 'fast-check';
 import { Address4, Address6 } from 'ip-address';
 import { describe, expect, it } from 'vitest';
+import { dotted } from './support/addresses.ts';
 
 /*
  * The hand-written parsers stay on the hot path (the lookup route, bulk classification, loading the
@@ -352,8 +353,6 @@ const atonSpelling = fc
       .join('.');
     return { text: trailingDot ? `${text}.` : text, value };
   });
-
-const dotted = (v: number) => [v >>> 24, (v >>> 16) & 255, (v >>> 8) & 255, v & 255].join('.');
 
 describe('the webhook destination check (ip-address on a cold path)', () => {
   it('judges every valid address as the hot-path parser and the class table do', () => {
