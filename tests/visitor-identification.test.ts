@@ -1,6 +1,7 @@
 import { aggregateTrackerEvents, identifyVisitors, type PersonMatcher, workTrackerQueue } from '@sightline/core';
 import { verifyWebhook } from '@sightline/webhook-verify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIdentificationSettler } from '../packages/core/src/tracker/settle-identifications.ts';
 import { createTestEnv, fn, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { eventsOf, names } from './support/events.ts';
@@ -289,6 +290,71 @@ describe('identification uses one ID per business identification', () => {
     } finally {
       await kicked.close();
     }
+  });
+});
+
+describe('settling in batches', () => {
+  const apple = (domain = 'apple.com') => ({
+    status: 'identified',
+    traffic_type: 'business',
+    reason: 'The network is Apple Inc.’s own.',
+    confidence: 0.95,
+    country: 'US',
+    identification_type: 'company',
+    domain,
+    company_name: 'Apple Inc.',
+  });
+  async function queued(site: Site, ips: string[]) {
+    for (const ip of ips) await visit(site, ip);
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    return env.db<{ id: string; ip: string }>`
+      select id, host(ip) as ip from identifications where website_id = ${site.websiteId} and status = 'pending' order by ip`;
+  }
+
+  it('settles what is ready together, each as alone; a batch the database refuses is settled one by one, the bad one failing alone', async () => {
+    const site = await child();
+    const rows = await queued(site, [APPLE(40), APPLE(41), APPLE(42), APPLE(43)]);
+    expect(rows).toHaveLength(4);
+    const settle = createIdentificationSettler(env.deps);
+    const item = (row: { id: string }, result: object) => ({ id: row.id, apiKeyId: site.apiKeyId, result, cache: null });
+    const [a, b] = rows;
+    const together = await Promise.all([settle(item(a as { id: string }, apple())), settle(item(b as { id: string }, apple()))]);
+    expect(together.map((r) => r.outcome)).toEqual(['consumed', 'consumed']);
+    // A confidence past the column's CHECK: refused by the database, whatever the batch.
+    const [c, d] = rows.slice(2) as { id: string }[];
+    const outcomes = await Promise.allSettled([
+      settle(item(c as { id: string }, { ...apple(), confidence: 7 })),
+      settle(item(d as { id: string }, apple())),
+    ]);
+    expect(outcomes[0]).toMatchObject({ status: 'rejected' });
+    expect(outcomes[1]).toMatchObject({ status: 'fulfilled', value: { outcome: 'consumed', emitted: true } });
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 3 });
+    const statuses = await env.db<{ ip: string; status: string }>`
+      select host(ip) as ip, status from identifications where website_id = ${site.websiteId} order by ip`;
+    expect(statuses).toEqual(rows.map((r) => ({ ip: r.ip, status: r.ip === (rows[2] as { ip: string }).ip ? 'pending' : 'identified' })));
+    const [ledger] = await env.db<{ n: number }>`select count(*)::int as n from id_ledger where child_api_key_id = ${site.apiKeyId}`;
+    expect(ledger?.n).toBe(3);
+    expect(names(await eventsOf(env.db, site.apiKeyId)).filter((n) => n === 'visitor_identified')).toHaveLength(3);
+    // The refused one is left pending, as it was: settled with a good result, it uses its ID.
+    expect(await settle(item(c as { id: string }, apple()))).toMatchObject({ outcome: 'consumed' });
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 4 });
+  });
+
+  it('two workers settling the children of one pool at once count every ID once', async () => {
+    const [first, second] = [await child({ monthly_id_quota: 30 }), await child({ monthly_id_quota: 30 })] as [Site, Site];
+    const [poolBefore] = await env.db<{ used: number }>`select ids_used_this_period as used from pools where account_id = ${partner.account_id}`;
+    // Interleaved, so each claim holds both keys' identifications.
+    for (let i = 0; i < 40; i++) await visit(i % 2 ? second : first, APPLE(300 + i));
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    const reports = await Promise.all(Array.from({ length: 2 }, () => identifyVisitors({ ctx: env.deps, input: { batchSize: 8 } })));
+    expect(reports.reduce((n, r) => n + r.identified, 0)).toBe(40);
+    expect(await usage(first.apiKeyId)).toMatchObject({ used: 20 });
+    expect(await usage(second.apiKeyId)).toMatchObject({ used: 20 });
+    const [poolAfter] = await env.db<{ used: number }>`select ids_used_this_period as used from pools where account_id = ${partner.account_id}`;
+    expect((poolAfter?.used ?? 0) - (poolBefore?.used ?? 0)).toBe(40);
+    const [ledger] = await env.db<{ n: number }>`
+      select count(*)::int as n from id_ledger where child_api_key_id in (${first.apiKeyId}, ${second.apiKeyId})`;
+    expect(ledger?.n).toBe(40);
   });
 });
 

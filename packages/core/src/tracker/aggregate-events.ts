@@ -2,8 +2,6 @@ import type { CoreDeps, VerbArgs } from '../context.ts';
 
 /** Events one claim takes: small enough that one transaction of aggregation stays short. */
 const EVENTS_PER_CLAIM = 500;
-/** Far longer than applying a claim takes; a worker that dies leaves its claim to the next after this. */
-const LEASE_MS = 60_000;
 
 export interface AggregationReport {
   /** Events applied to their visitors by this run. */
@@ -13,23 +11,22 @@ export interface AggregationReport {
 
 /**
  * The tracker worker's first step: every waiting tracker event is applied to its visitor (visits,
- * pages, engaged time, first and last seen, referrer, intent), in bounded claims leased with SKIP
- * LOCKED, so replicas (and the scheduled function) share the work and an event counts once
- * (`sl_apply_tracker_events`). Runs until nothing waits, or `maxClaims` claims.
+ * pages, engaged time, first and last seen, referrer, intent), in bounded claims, each one
+ * transaction that locks its events with SKIP LOCKED (`sl_aggregate_tracker_events`), so replicas
+ * (and the scheduled function) share the work, an event counts once, and a worker that dies
+ * mid-claim leaves its events to the next at once. Runs until nothing waits, or `maxClaims` claims.
  */
 export async function aggregateTrackerEvents({
   ctx,
   input,
-}: VerbArgs<{ batchSize?: number; maxClaims?: number; leaseMs?: number }, CoreDeps>): Promise<AggregationReport> {
+}: VerbArgs<{ batchSize?: number; maxClaims?: number }, CoreDeps>): Promise<AggregationReport> {
   const report: AggregationReport = { applied: 0, claims: 0 };
   for (let i = 0; i < (input.maxClaims ?? 100); i++) {
-    const claimed = await ctx.db<{ id: string }>`
-      select id::text as id from sl_claim_tracker_events(${input.batchSize ?? EVENTS_PER_CLAIM}, ${input.leaseMs ?? LEASE_MS})`;
-    if (!claimed.length) break;
+    const [row] = await ctx.db<{ applied: number }>`select sl_aggregate_tracker_events(${input.batchSize ?? EVENTS_PER_CLAIM}) as applied`;
+    const applied = row?.applied ?? 0;
+    if (!applied) break;
     report.claims++;
-    const ids = `{${claimed.map((r) => r.id).join(',')}}`;
-    const [row] = await ctx.db<{ applied: number }>`select sl_apply_tracker_events(${ids}::bigint[]) as applied`;
-    report.applied += row?.applied ?? 0;
+    report.applied += applied;
   }
   return report;
 }

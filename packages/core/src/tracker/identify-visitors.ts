@@ -4,6 +4,7 @@ import { type Resolution, resolveIp, type Verdict } from '../ip/resolve-ip.ts';
 import type { PersonMatch } from '../ip/types.ts';
 import { runAutoReload } from '../ledger/run-auto-reload.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
+import { createIdentificationSettler, type Settled, type SettleItem } from './settle-identifications.ts';
 
 /** Identifications one claim takes: the lookups of a claim run together, so keep it a small batch. */
 const IDENTIFICATIONS_PER_CLAIM = 64;
@@ -13,8 +14,6 @@ const CONCURRENCY = 8;
 const LEASE_MS = 60_000;
 /** A lookup that threw this many times is settled as failed instead of being tried forever. */
 const MAX_ATTEMPTS = 5;
-/** The tracker's results are cached for the account like ip-to-company's: 7 days. */
-const CACHE_TTL = '7 days';
 
 export interface IdentificationReport {
   identified: number;
@@ -37,13 +36,6 @@ interface Claimed {
   account_id: string;
   key_status: 'active' | 'suspended' | 'revoked';
   attempts: number;
-}
-
-interface Settled {
-  outcome: string;
-  reload_pool_id: string | null;
-  partner_account_id: string | null;
-  emitted: boolean;
 }
 
 /** The identification's columns for a verdict (sl_settle_identification reads them by name). */
@@ -90,7 +82,13 @@ async function personFor(ctx: CoreDeps, v: Verdict): Promise<PersonMatch | null>
   }
 }
 
-async function identifyOne(ctx: CoreDeps, row: Claimed, report: IdentificationReport, partners: Set<string>): Promise<void> {
+async function identifyOne(
+  ctx: CoreDeps,
+  settle: (item: SettleItem) => Promise<Settled>,
+  row: Claimed,
+  report: IdentificationReport,
+  partners: Set<string>,
+): Promise<void> {
   if (row.key_status !== 'active') {
     await ctx.db`select sl_drop_identification(${row.id}::uuid)`;
     report.dropped++;
@@ -117,7 +115,7 @@ async function identifyOne(ctx: CoreDeps, row: Claimed, report: IdentificationRe
       return;
     }
     const gaveUp = { status: 'failed', traffic_type: 'unknown', reason: `The lookup failed ${row.attempts} times.`, confidence: 0, country: '' };
-    await settle(ctx, row.id, gaveUp, null);
+    await settle({ id: row.id, apiKeyId: row.api_key_id, result: gaveUp, cache: null });
     report.failed++;
     return;
   }
@@ -125,7 +123,7 @@ async function identifyOne(ctx: CoreDeps, row: Claimed, report: IdentificationRe
   const person = isBusiness(v) ? await personFor(ctx, v) : null;
   // A fresh lookup is cached for the account (the reserved ranges are not worth a row).
   const cache = resolution.source === 'lookup' ? v : null;
-  const settled = await settle(ctx, row.id, resultOf(v, person), cache);
+  const settled = await settle({ id: row.id, apiKeyId: row.api_key_id, result: resultOf(v, person), cache });
   if (settled.outcome === 'failed') report.failed++;
   else if (settled.outcome === 'consumed' || settled.outcome === 'not_metered') report.identified++;
   else if (settled.outcome !== 'settled') report.dropped++;
@@ -134,14 +132,6 @@ async function identifyOne(ctx: CoreDeps, row: Claimed, report: IdentificationRe
     const poolId = settled.reload_pool_id;
     ctx.background('auto-reload', () => runAutoReload({ ctx, input: { poolId } }));
   }
-}
-
-async function settle(ctx: CoreDeps, id: string, result: object, cache: Verdict | null): Promise<Settled> {
-  const [row] = await ctx.db<Settled>`
-    select * from sl_settle_identification(${id}::uuid, ${JSON.stringify(result)}::text::jsonb,
-                                           ${cache ? JSON.stringify(cache) : null}::text::jsonb, ${CACHE_TTL}::interval)`;
-  if (!row) throw new Error('sl_settle_identification returned no row');
-  return row;
 }
 
 /**
@@ -165,6 +155,7 @@ export async function identifyVisitors({
     if (!ip) return report;
     ctx = { ...ctx, ip };
   }
+  const settle = createIdentificationSettler(ctx);
   for (let i = 0; i < (input.maxClaims ?? 100); i++) {
     const claimed = await ctx.db<Claimed>`
       select * from sl_claim_identifications(${input.batchSize ?? IDENTIFICATIONS_PER_CLAIM}, ${input.leaseMs ?? LEASE_MS})`;
@@ -175,7 +166,7 @@ export async function identifyVisitors({
     const lane = async () => {
       while (next < claimed.length) {
         const row = claimed[next++] as Claimed;
-        await identifyOne(ctx, row, report, partners);
+        await identifyOne(ctx, settle, row, report, partners);
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, claimed.length) }, lane));

@@ -1,0 +1,132 @@
+-- The tracker worker in fewer writes (issue 14, collect).
+--
+-- Aggregation claimed its events with a lease (one update of every event row), folded them, then
+-- marked each folded event in the loop and marked them all identified-queued in a second pass:
+-- every event row was written four times after its insert, three of them changing a partial
+-- index's predicate (so every index of the table was written again). Claim and fold are now one
+-- transaction: the events are locked with SKIP LOCKED instead of leased (a worker that dies takes
+-- its locks with it, so its events are free at once rather than after a lease), and each event is
+-- marked once, by one statement for the claim.
+--
+-- Identification settled each visitor in its own transaction, and the worker settles eight at
+-- once: every settle of one busy tracker key waited for the key's subscription row (locked by
+-- sl_consume_id until the commit) and woke on each commit. sl_settle_identifications settles the
+-- results that are ready in one transaction, so the row is locked once for all of them.
+
+create or replace function sl_fold_tracker_events(p_ids bigint[]) returns integer
+language plpgsql as $$
+declare
+  e record;
+  v_new_session boolean;
+  v_applied integer := 0;
+begin
+  for e in
+    select t.*, w.domain from tracker_events t join websites w on w.id = t.website_id
+    where t.id = any(p_ids) and t.aggregated_at is null and not t.is_bot
+    order by t.website_id, t.ip, t.id
+    for update of t
+  loop
+    insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, pages_viewed, active_ms, referrer, intent_page)
+    values (e.website_id, e.ip, e.api_key_id, e.received_at, e.received_at,
+            case when e.kind = 'pageview' then 1 else 0 end, coalesce(e.active_ms, 0),
+            sl_external_referrer(e.referrer, e.domain), e.kind = 'pageview' and sl_is_intent_page(e.url))
+    on conflict (website_id, ip) do update set
+      first_seen = least(visitors.first_seen, excluded.first_seen),
+      last_seen = greatest(visitors.last_seen, excluded.last_seen),
+      pages_viewed = visitors.pages_viewed + excluded.pages_viewed,
+      active_ms = visitors.active_ms + excluded.active_ms,
+      referrer = coalesce(visitors.referrer, excluded.referrer),
+      intent_page = visitors.intent_page or excluded.intent_page;
+    v_new_session := false;
+    if e.kind = 'pageview' then
+      insert into visitor_sessions (website_id, ip, session_id) values (e.website_id, e.ip, e.session_id)
+      on conflict do nothing;
+      v_new_session := found;
+    end if;
+    if v_new_session then
+      update visitors set visit_count = visit_count + 1 where website_id = e.website_id and ip = e.ip;
+    end if;
+    v_applied := v_applied + 1;
+  end loop;
+  -- The events are marked by the caller (sl_apply_tracker_events), once; the loop's lock holds
+  -- them until then.
+  return v_applied;
+end
+$$;
+
+/*
+ * Folds the events into their visitors, queues one pending identification per address, website and
+ * period whose tracker key is active, and marks the events aggregated (and their identification
+ * queued) in one statement.
+ */
+create or replace function sl_apply_tracker_events(p_ids bigint[]) returns integer
+language plpgsql as $$
+declare
+  v_applied integer;
+begin
+  v_applied := sl_fold_tracker_events(p_ids);
+  insert into identifications (website_id, ip, api_key_id, period_start)
+  select q.website_id, q.ip, q.api_key_id, sl_identification_period(q.api_key_id)
+  from (
+    select distinct on (t.website_id, t.ip) t.website_id, t.ip, t.api_key_id
+    from tracker_events t join api_keys k on k.id = t.api_key_id
+    where t.id = any(p_ids) and t.aggregated_at is null and not t.is_bot and t.identify_status = 'pending' and k.status = 'active'
+    order by t.website_id, t.ip, t.id desc
+  ) q
+  order by q.website_id, q.ip
+  on conflict (website_id, ip, period_start) do nothing;
+  update tracker_events
+  set aggregated_at = clock_timestamp(), identify_status = case when identify_status = 'pending' then 'done' else identify_status end
+  where id = any(p_ids) and aggregated_at is null and not is_bot;
+  return v_applied;
+end
+$$;
+
+/*
+ * One claim of the aggregation queue, in one transaction: up to p_limit events waiting to be
+ * aggregated, oldest first, locked with SKIP LOCKED (another worker takes the next ones), folded
+ * into their visitors and marked. Returns how many it applied; 0 when nothing waits.
+ */
+create function sl_aggregate_tracker_events(p_limit integer) returns integer
+language plpgsql as $$
+declare
+  v_ids bigint[];
+begin
+  select array_agg(q.id order by q.id) into v_ids
+  from (
+    select t.id from tracker_events t
+    where t.aggregated_at is null and not t.is_bot
+    order by t.id
+    limit p_limit
+    for update skip locked
+  ) q;
+  if v_ids is null then
+    return 0;
+  end if;
+  return sl_apply_tracker_events(v_ids);
+end
+$$;
+
+drop function sl_claim_tracker_events(integer, integer);
+alter table tracker_events drop column lease_until;
+
+/*
+ * Settles several claimed identifications in one transaction, each exactly as
+ * sl_settle_identification settles one, in the order given (the worker sends them by tracker key,
+ * so two workers lock the keys' rows in one order). p_items: a JSON array of
+ * {id, result, cache}, `result` and `cache` as sl_settle_identification takes them (cache null
+ * when the lookup was not fresh). One row per item, in the same order.
+ */
+create function sl_settle_identifications(p_items jsonb, p_ttl interval)
+returns table (id uuid, outcome text, reload_pool_id uuid, partner_account_id uuid, emitted boolean)
+language plpgsql as $$
+declare
+  v_item jsonb;
+begin
+  for v_item in select value from jsonb_array_elements(p_items) loop
+    return query
+      select (v_item->>'id')::uuid, s.outcome, s.reload_pool_id, s.partner_account_id, s.emitted
+      from sl_settle_identification((v_item->>'id')::uuid, v_item->'result', nullif(v_item->'cache', 'null'::jsonb), p_ttl) s;
+  end loop;
+end
+$$;
