@@ -2,54 +2,74 @@
 --
 -- Aggregation claimed its events with a lease (one update of every event row), folded them, then
 -- marked each folded event in the loop and marked them all identified-queued in a second pass:
--- every event row was written four times after its insert, three of them changing a partial
--- index's predicate (so every index of the table was written again). Claim and fold are now one
--- transaction: the events are locked with SKIP LOCKED instead of leased (a worker that dies takes
--- its locks with it, so its events are free at once rather than after a lease), and each event is
--- marked once, by one statement for the claim.
+-- every event row was written three times after its insert, the last two changing a partial
+-- index's predicate (so the table's other indexes were written again), and it was folded into its
+-- visitor by three to four statements of its own. Claim and fold are now one transaction: the
+-- events are locked with SKIP LOCKED instead of leased (a worker that dies takes its locks with
+-- it, so its events are free at once rather than after a lease), folded per visitor by one
+-- statement, and marked once, by one statement for the claim.
 --
 -- Identification settled each visitor in its own transaction, and the worker settles eight at
 -- once: every settle of one busy tracker key waited for the key's subscription row (locked by
 -- sl_consume_id until the commit) and woke on each commit. sl_settle_identifications settles the
 -- results that are ready in one transaction, so the row is locked once for all of them.
 
+/*
+ * Folds the events into their visitors in one statement, per visitor rather than per event: its
+ * new sessions (each counted once, on the visit it opens), page views, engaged time, first and
+ * last seen, first outside referrer (in event order) and intent, applied by one insert-or-update.
+ * Visitors are written in key order, so two workers whose claims share visitors lock them in the
+ * same order. The events are locked here and marked by the caller (sl_apply_tracker_events).
+ * Returns how many events it folded.
+ */
 create or replace function sl_fold_tracker_events(p_ids bigint[]) returns integer
 language plpgsql as $$
 declare
-  e record;
-  v_new_session boolean;
-  v_applied integer := 0;
+  v_applied integer;
 begin
-  for e in
-    select t.*, w.domain from tracker_events t join websites w on w.id = t.website_id
+  with e as materialized (
+    select t.id, t.website_id, t.ip, t.api_key_id, t.received_at, t.kind, t.active_ms, t.session_id,
+           sl_external_referrer(t.referrer, w.domain) as referrer,
+           t.kind = 'pageview' and sl_is_intent_page(t.url) as intent
+    from tracker_events t join websites w on w.id = t.website_id
     where t.id = any(p_ids) and t.aggregated_at is null and not t.is_bot
-    order by t.website_id, t.ip, t.id
     for update of t
-  loop
-    insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, pages_viewed, active_ms, referrer, intent_page)
-    values (e.website_id, e.ip, e.api_key_id, e.received_at, e.received_at,
-            case when e.kind = 'pageview' then 1 else 0 end, coalesce(e.active_ms, 0),
-            sl_external_referrer(e.referrer, e.domain), e.kind = 'pageview' and sl_is_intent_page(e.url))
+  ),
+  -- A session's first page view opens a visit; sessions already stored are not counted again.
+  opened as (
+    insert into visitor_sessions (website_id, ip, session_id)
+    select distinct e.website_id, e.ip, e.session_id from e where e.kind = 'pageview'
+    order by 1, 2, 3
+    on conflict do nothing
+    returning website_id, ip
+  ),
+  visits as (
+    select o.website_id, o.ip, count(*)::int as n from opened o group by o.website_id, o.ip
+  ),
+  folded as (
+    insert into visitors as v (website_id, ip, api_key_id, first_seen, last_seen, visit_count, pages_viewed, active_ms, referrer, intent_page)
+    select g.website_id, g.ip, g.api_key_id, g.first_seen, g.last_seen, coalesce(s.n, 0), g.pages, g.active_ms, g.referrer, g.intent
+    from (
+      select e.website_id, e.ip, (array_agg(e.api_key_id order by e.id))[1] as api_key_id,
+             min(e.received_at) as first_seen, max(e.received_at) as last_seen,
+             count(*) filter (where e.kind = 'pageview')::int as pages, coalesce(sum(e.active_ms), 0) as active_ms,
+             (array_agg(e.referrer order by e.id) filter (where e.referrer is not null))[1] as referrer,
+             bool_or(e.intent) as intent
+      from e group by e.website_id, e.ip
+    ) g
+    left join visits s on s.website_id = g.website_id and s.ip = g.ip
+    order by g.website_id, g.ip
     on conflict (website_id, ip) do update set
-      first_seen = least(visitors.first_seen, excluded.first_seen),
-      last_seen = greatest(visitors.last_seen, excluded.last_seen),
-      pages_viewed = visitors.pages_viewed + excluded.pages_viewed,
-      active_ms = visitors.active_ms + excluded.active_ms,
-      referrer = coalesce(visitors.referrer, excluded.referrer),
-      intent_page = visitors.intent_page or excluded.intent_page;
-    v_new_session := false;
-    if e.kind = 'pageview' then
-      insert into visitor_sessions (website_id, ip, session_id) values (e.website_id, e.ip, e.session_id)
-      on conflict do nothing;
-      v_new_session := found;
-    end if;
-    if v_new_session then
-      update visitors set visit_count = visit_count + 1 where website_id = e.website_id and ip = e.ip;
-    end if;
-    v_applied := v_applied + 1;
-  end loop;
-  -- The events are marked by the caller (sl_apply_tracker_events), once; the loop's lock holds
-  -- them until then.
+      first_seen = least(v.first_seen, excluded.first_seen),
+      last_seen = greatest(v.last_seen, excluded.last_seen),
+      visit_count = v.visit_count + excluded.visit_count,
+      pages_viewed = v.pages_viewed + excluded.pages_viewed,
+      active_ms = v.active_ms + excluded.active_ms,
+      referrer = coalesce(v.referrer, excluded.referrer),
+      intent_page = v.intent_page or excluded.intent_page
+  )
+  -- The inserts above run to completion whatever this reads (data-modifying WITH).
+  select count(*)::int into v_applied from e;
   return v_applied;
 end
 $$;

@@ -76,6 +76,18 @@ describe('visits', () => {
     });
   });
 
+  it('folds a visitor whose events span several claims as if they were one: a session is one visit, the first referrer stays', async () => {
+    const ip = '203.0.113.28';
+    await beacon(page('/a', 'span-1', { referrer: 'https://first.example.net/' }), ip);
+    await beacon(page('/b', 'span-1', { referrer: 'https://second.example.net/' }), ip);
+    await beacon(page('/c', 'span-2'), ip);
+    await beacon(page('/d', 'span-1'), ip);
+    // One event per claim: each claim meets the visitor again.
+    const report = await aggregateTrackerEvents({ ctx: env.deps, input: { batchSize: 1 } });
+    expect(report).toEqual({ applied: 4, claims: 4 });
+    expect(await visitor(ip)).toMatchObject({ visit_count: 2, pages_viewed: 4, referrer: 'https://first.example.net/', first_before_last: true });
+  });
+
   it('is high intent for a pricing page or a minute of engaged time, and not for one plain page', async () => {
     await beacon(page('/pricing/', 'p1'), '203.0.113.21');
     await beacon(page('/', 'p2'), '203.0.113.22');
