@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { type Figure, machineLine, meetsGoal, setting } from './lib.ts';
 
@@ -100,6 +100,44 @@ export function renderReport(runs: BenchRun[], meta: { machine: string; date: st
   return `${lines.join('\n')}\n`;
 }
 
+/** The machine's CPU time so far, busy and idle (iowait counts as idle: nothing ran), from /proc/stat. */
+async function cpuTimes(): Promise<{ busy: number; idle: number } | undefined> {
+  const line = (await readFile('/proc/stat', 'utf8').catch(() => '')).split('\n')[0] ?? '';
+  const f = line.split(/\s+/).slice(1, 9).map(Number);
+  if (f.length < 8 || f.some((n) => !Number.isFinite(n))) return undefined;
+  const idle = (f[3] ?? 0) + (f[4] ?? 0);
+  return { busy: f.reduce((a, b) => a + b, 0) - idle, idle };
+}
+
+/**
+ * Before each bench: what the previous one left behind is not billed to the next. Postgres writes
+ * out the previous bench's dirty pages now (CHECKPOINT; otherwise the checkpointer spreads them
+ * over the next minutes, beside the next bench's measurement), then this waits until the machine
+ * has been at least 85% idle for a second, at most 30 s, and says how long it took.
+ */
+async function settleMachine(): Promise<string> {
+  const started = Date.now();
+  const { default: postgresJs } = await import('postgres');
+  const sql = postgresJs(process.env.DATABASE_URL as string, { max: 1, onnotice: () => {} });
+  try {
+    await sql`checkpoint`;
+  } finally {
+    await sql.end();
+  }
+  let idleShare = 0;
+  while (Date.now() - started < 30_000) {
+    const before = await cpuTimes();
+    await new Promise((r) => setTimeout(r, 1000));
+    const after = await cpuTimes();
+    if (!before || !after) return 'settle: /proc/stat unreadable; checkpoint only';
+    const idle = after.idle - before.idle;
+    idleShare = idle / Math.max(1, idle + after.busy - before.busy);
+    if (idleShare >= 0.85)
+      return `settle: checkpoint, then quiet (${(idleShare * 100).toFixed(0)}% idle) after ${((Date.now() - started) / 1000).toFixed(1)} s`;
+  }
+  return `settle: still busy after 30 s (${(idleShare * 100).toFixed(0)}% idle over the last second); measuring anyway`;
+}
+
 export async function runAll(names: string[]): Promise<number> {
   if (!process.env.DATABASE_URL) {
     process.stderr.write('npm run bench (every bench) measures on Postgres: set DATABASE_URL (the embedded default is measured beside it)\n');
@@ -138,6 +176,7 @@ export async function runAll(names: string[]): Promise<number> {
       const targets: BenchRun['database'][] = ALSO_EMBEDDED.has(bench) ? ['postgres', 'embedded'] : ['postgres'];
       for (const database of targets) {
         process.stdout.write(`\n=== ${bench} (${database}), run ${run} of ${count} ===\n`);
+        process.stdout.write(`${await settleMachine()}\n`);
         const env = { ...process.env };
         if (database === 'embedded') delete env.DATABASE_URL;
         runs.push({ bench, database, run, ...(await runOne(bench, env)) });
