@@ -132,8 +132,9 @@ alter table tracker_events drop column lease_until;
 
 /*
  * Settles several claimed identifications in one transaction, each exactly as
- * sl_settle_identification settles one, in the order given (the worker sends them by tracker key,
- * so two workers lock the keys' rows in one order). p_items: a JSON array of
+ * sl_settle_identification settles one, in the order given. The worker sends one tracker key's at a
+ * time (tracker/settle-identifications.ts says why: two keys of one partner in one transaction can
+ * deadlock on the partner's pool). p_items: a JSON array of
  * {id, result, cache}, `result` and `cache` as sl_settle_identification takes them (cache null
  * when the lookup was not fresh). One row per item, in the same order.
  */

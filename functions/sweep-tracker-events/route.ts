@@ -7,7 +7,7 @@ export const sweepTrackerEvents = sweepFunction({
   sweep: 'tracker-events',
   summary: 'Scheduled (every minute): apply waiting tracker events to their visitors, then identify the visitors waiting',
   description:
-    'Called by the scheduler (Supabase Cron) with the sweep token; replicas share the work through leased claims, an event counts once, and an identification uses at most one ID.',
+    'Called by the scheduler (Supabase Cron) with the sweep token; replicas share the work through claims taken with SKIP LOCKED, an event counts once, and an identification uses at most one ID.',
   result: z.object({
     visits: z.object({ applied: z.number().int(), claims: z.number().int() }),
     identifications: z.object({

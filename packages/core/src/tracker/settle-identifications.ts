@@ -16,7 +16,7 @@ export interface Settled {
 
 export interface SettleItem {
   id: string;
-  /** The tracker key the identification uses an ID of: batches are sent in key order. */
+  /** The tracker key the identification uses an ID of: a batch holds one key's. */
   apiKeyId: string;
   /** The identification's columns for the verdict (sl_settle_identification reads them by name). */
   result: object;
@@ -31,15 +31,21 @@ interface Waiting extends SettleItem {
 
 /**
  * Group commit for the worker's settles. Each identification is still settled exactly as
- * sl_settle_identification settles it, but the ones that become ready while a settle statement is in
- * flight share the next one (sl_settle_identifications: one transaction). The tracker key's
- * subscription row, which every consumption of the key locks until the commit, is then locked
- * once per batch instead of once per visitor, with one commit and no queue of settles waking on
- * each other's commits. One statement is in flight at a time; a lone settle waits one turn of
- * the event loop, no more.
+ * sl_settle_identification settles it, but the ones of one tracker key that become ready while a
+ * settle statement is in flight share the next one (sl_settle_identifications: one transaction).
+ * The key's subscription row, which every consumption locks until the commit, is then locked once
+ * per batch instead of once per visitor, with one commit and no queue of settles waking on each
+ * other's commits. One statement is in flight at a time; a lone settle waits one turn of the event
+ * loop.
  *
- * A batch that fails (a row the database refuses, a deadlock with another replica's batch) is
- * retried one identification at a time, so each settle gets its own answer or its own error.
+ * A batch holds one key's identifications only. A consumption locks the key's subscription, then
+ * its partner's pool, until the commit: a batch that held two keys of one partner would hold the
+ * pool while it waited for the second key's row, which another replica's batch (or a partner
+ * action on that key) may hold while it waits for the pool, and Postgres would cancel one of them
+ * as a deadlock. One key per batch takes the rows in the order a single consumption does.
+ *
+ * A batch that fails (a row the database refuses) is retried one identification at a time, so
+ * each settle gets its own answer or its own error; the refusal is logged.
  */
 export function createIdentificationSettler(ctx: CoreDeps): (item: SettleItem) => Promise<Settled> {
   let waiting: Waiting[] = [];
@@ -49,11 +55,13 @@ export function createIdentificationSettler(ctx: CoreDeps): (item: SettleItem) =
     running = true;
     try {
       while (waiting.length) {
-        // One turn of the event loop first: the lanes whose lookups are answering from memory
-        // reach their settle in it and share this statement instead of each starting the next.
-        await new Promise((r) => setImmediate(r));
-        const batch = waiting.slice(0, MAX_BATCH);
-        waiting = waiting.slice(MAX_BATCH);
+        // A turn of the event loop first: the lanes whose lookups are answering from memory reach
+        // their settle in it and share this statement instead of each starting the next.
+        await nextTurn();
+        const key = waiting[0]?.apiKeyId;
+        const batch = waiting.filter((w) => w.apiKeyId === key).slice(0, MAX_BATCH);
+        const taken = new Set(batch);
+        waiting = waiting.filter((w) => !taken.has(w));
         await settleBatch(batch);
       }
     } finally {
@@ -63,14 +71,19 @@ export function createIdentificationSettler(ctx: CoreDeps): (item: SettleItem) =
 
   async function settleBatch(batch: Waiting[]): Promise<void> {
     if (batch.length > 1) {
-      // By key, then id: two workers' batches take the keys' rows in the same order.
-      batch.sort((a, b) => (a.apiKeyId < b.apiKeyId ? -1 : a.apiKeyId > b.apiKeyId ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      const rows = await settleMany(ctx, batch).catch(() => undefined);
+      // In id order, so two batches of the key lock its identifications in the same order.
+      batch.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const rows = await settleMany(ctx, batch).catch((err: unknown) => {
+        ctx.log.warn('identification settle batch refused; settling one by one', {
+          identifications: batch.length,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        return undefined;
+      });
       if (rows) {
         for (const [i, w] of batch.entries()) w.resolve(rows[i] as Settled);
         return;
       }
-      // Refused as a whole: each alone below, so the one at fault fails on its own.
     }
     for (const w of batch) {
       try {
@@ -86,6 +99,16 @@ export function createIdentificationSettler(ctx: CoreDeps): (item: SettleItem) =
       waiting.push({ ...item, resolve, reject });
       if (!running) void drain();
     });
+}
+
+/**
+ * Resolves after the event loop's next turn: setImmediate where the runtime has it (Node; a zero
+ * timer waits a millisecond there, a second of a 5,000-visitor backlog), a zero timer elsewhere
+ * (Deno has no setImmediate outside npm packages).
+ */
+function nextTurn(): Promise<void> {
+  const immediate = (globalThis as { setImmediate?: (f: () => void) => unknown }).setImmediate;
+  return new Promise((r) => (immediate ? immediate(r) : setTimeout(r, 0)));
 }
 
 async function settleMany(ctx: CoreDeps, items: SettleItem[]): Promise<Settled[]> {
