@@ -319,15 +319,18 @@ describe('settling in batches', () => {
     const rows = await queued(site, [APPLE(40), APPLE(41), APPLE(42), APPLE(43)]);
     expect(rows).toHaveLength(4);
     const settle = createIdentificationSettler(env.deps);
-    const item = (row: { id: string }, result: object) => ({ id: row.id, apiKeyId: site.apiKeyId, result, cache: null });
+    const item = (row: { id: string; ip: string }, result: object) => ({ id: row.id, apiKeyId: site.apiKeyId, ip: row.ip, result, cache: null });
     const [a, b] = rows;
-    const together = await Promise.all([settle(item(a as { id: string }, apple())), settle(item(b as { id: string }, apple()))]);
+    const together = await Promise.all([
+      settle(item(a as { id: string; ip: string }, apple())),
+      settle(item(b as { id: string; ip: string }, apple())),
+    ]);
     expect(together.map((r) => r.outcome)).toEqual(['consumed', 'consumed']);
     // A confidence past the column's CHECK: refused by the database, whatever the batch.
-    const [c, d] = rows.slice(2) as { id: string }[];
+    const [c, d] = rows.slice(2) as { id: string; ip: string }[];
     const outcomes = await Promise.allSettled([
-      settle(item(c as { id: string }, { ...apple(), confidence: 7 })),
-      settle(item(d as { id: string }, apple())),
+      settle(item(c as { id: string; ip: string }, { ...apple(), confidence: 7 })),
+      settle(item(d as { id: string; ip: string }, apple())),
     ]);
     expect(outcomes[0]).toMatchObject({ status: 'rejected' });
     expect(warnings.at(-1)).toBe('identification settle batch refused; settling one by one');
@@ -340,7 +343,7 @@ describe('settling in batches', () => {
     expect(ledger?.n).toBe(3);
     expect(names(await eventsOf(env.db, site.apiKeyId)).filter((n) => n === 'visitor_identified')).toHaveLength(3);
     // The refused one is left pending, as it was: settled with a good result, it uses its ID.
-    expect(await settle(item(c as { id: string }, apple()))).toMatchObject({ outcome: 'consumed' });
+    expect(await settle(item(c as { id: string; ip: string }, apple()))).toMatchObject({ outcome: 'consumed' });
     expect(await usage(site.apiKeyId)).toMatchObject({ used: 4 });
   });
 

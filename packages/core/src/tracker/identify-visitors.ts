@@ -115,7 +115,7 @@ async function identifyOne(
       return;
     }
     const gaveUp = { status: 'failed', traffic_type: 'unknown', reason: `The lookup failed ${row.attempts} times.`, confidence: 0, country: '' };
-    await settle({ id: row.id, apiKeyId: row.api_key_id, result: gaveUp, cache: null });
+    await settle({ id: row.id, apiKeyId: row.api_key_id, ip: row.ip, result: gaveUp, cache: null });
     report.failed++;
     return;
   }
@@ -123,7 +123,7 @@ async function identifyOne(
   const person = isBusiness(v) ? await personFor(ctx, v) : null;
   // A fresh lookup is cached for the account (the reserved ranges are not worth a row).
   const cache = resolution.source === 'lookup' ? v : null;
-  const settled = await settle({ id: row.id, apiKeyId: row.api_key_id, result: resultOf(v, person), cache });
+  const settled = await settle({ id: row.id, apiKeyId: row.api_key_id, ip: row.ip, result: resultOf(v, person), cache });
   if (settled.outcome === 'failed') report.failed++;
   else if (settled.outcome === 'consumed' || settled.outcome === 'not_metered') report.identified++;
   else if (settled.outcome !== 'settled') report.dropped++;

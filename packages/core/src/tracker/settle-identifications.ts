@@ -18,6 +18,8 @@ export interface SettleItem {
   id: string;
   /** The tracker key the identification uses an ID of: a batch holds one key's. */
   apiKeyId: string;
+  /** The visitor's address: a batch settles in address order (the account's cached result is a row per address). */
+  ip: string;
   /** The identification's columns for the verdict (sl_settle_identification reads them by name). */
   result: object;
   /** A fresh lookup, cached for the owner's account; null when the answer came from a cache. */
@@ -71,8 +73,9 @@ export function createIdentificationSettler(ctx: CoreDeps): (item: SettleItem) =
 
   async function settleBatch(batch: Waiting[]): Promise<void> {
     if (batch.length > 1) {
-      // In id order, so two batches of the key lock its identifications in the same order.
-      batch.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      // In address order: two batches of the key (two workers) that store the account's result
+      // for the same address (two of its websites) take that row in the same order.
+      batch.sort((a, b) => (a.ip < b.ip ? -1 : a.ip > b.ip ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       const rows = await settleMany(ctx, batch).catch((err: unknown) => {
         ctx.log.warn('identification settle batch refused; settling one by one', {
           identifications: batch.length,
