@@ -127,7 +127,8 @@ const unsettled = async (partner: string) =>
   (
     await env.db<{ n: number }>`
     select count(*)::int as n from events where partner_account_id = ${partner}
-      and not (delivery_status = 'delivered' or (last_error = ${TIMED_OUT} and lease_until is null))`
+      -- is not distinct from: a pending event's last_error is null, and \`null = …\` would leave it uncounted.
+      and not (delivery_status = 'delivered' or (last_error is not distinct from ${TIMED_OUT} and lease_until is null))`
   )[0]?.n ?? 0;
 
 /** A replica's scheduler, compressed: runs `pass` back to back until every one of the partner's events is settled. */
