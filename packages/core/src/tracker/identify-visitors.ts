@@ -139,9 +139,10 @@ async function identifyOne(
  * address, website and billing period) is resolved through the IP waterfall — the same caches as
  * ip-to-company, under the account's `tracker` results — and settled as `sl_settle_identification`
  * settles one: a business uses one ID and emits `visitor_identified` to the key's webhook; anything
- * else uses nothing. Settles that are ready together share one transaction (settle-identifications.ts). Claims are bounded, leased and taken with SKIP LOCKED,
- * so replicas and the scheduled function share the work; a claim whose worker died is taken over
- * when its lease runs out, and settling twice is a no-op. Runs until nothing waits, or `maxClaims`.
+ * else uses nothing. One tracker key's settles that are ready together share one transaction
+ * (settle-identifications.ts). Claims are bounded, leased and taken with SKIP LOCKED, so replicas
+ * and the scheduled function share the work; a claim whose worker died is taken over when its
+ * lease runs out, and settling twice is a no-op. Runs until nothing waits, or `maxClaims`.
  */
 export async function identifyVisitors({
   ctx,
