@@ -83,7 +83,7 @@ function visitorAddresses(n: number): string[] {
 /** Waiting work of the tracker worker, as the database has it. */
 async function backlog(env: TestEnv) {
   const [r] = await env.db<{ events: number; pending: number }>`
-    select (select count(*)::int from tracker_events where aggregated_at is null and not is_bot) as events,
+    select (select count(*)::int from tracker_queue) as events,
            (select count(*)::int from identifications where status = 'pending') as pending`;
   return { events: r?.events ?? 0, pending: r?.pending ?? 0 };
 }
@@ -296,13 +296,17 @@ async function identificationThroughput(env: TestEnv, partnerKey: string, n: num
   const child = await createChildVia(env, partnerKey, { name: 'Identify', domain: `identify-${suffix}.example.com`, monthly_id_quota: n * 2 });
   const websiteId = child.website.id;
   const apiKeyId = child.child.api_key_id;
-  // N page views from N distinct addresses of 17.0.0.0/8, appended as sl_collect_event appends them.
+  // N page views from N distinct addresses of 17.0.0.0/8, appended (and queued for the worker) as sl_collect_events appends them.
   await env.db`
-    insert into tracker_events (website_id, api_key_id, kind, ip, is_bot, session_id, url, user_agent, identify_status)
-    select ${websiteId}::uuid, ${apiKeyId}::uuid, 'pageview', '17.0.0.0'::inet + g, false, 's-' || g,
-           ${`https://${child.website.domain}/pricing`}, ${UA}, 'pending'
-    from generate_series(1, ${n}) g`;
+    with e as (
+      insert into tracker_events (website_id, api_key_id, kind, ip, is_bot, session_id, url, user_agent)
+      select ${websiteId}::uuid, ${apiKeyId}::uuid, 'pageview', '17.0.0.0'::inet + g, false, 's-' || g,
+             ${`https://${child.website.domain}/pricing`}, ${UA}
+      from generate_series(1, ${n}) g
+      returning id)
+    insert into tracker_queue (event_id) select id from e`;
   await env.db`analyze tracker_events`;
+  await env.db`analyze tracker_queue`;
 
   const t0 = performance.now();
   let applied = 0;

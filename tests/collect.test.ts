@@ -48,8 +48,10 @@ const pageview = (extra: Record<string, unknown> = {}) => ({
 });
 
 async function stored(target: TestEnv = env) {
-  return target.db<{ ip: string; kind: string; is_bot: boolean; identify_status: string; url: string; active_ms: number | null }>`
-    select host(ip) as ip, kind, is_bot, identify_status, url, active_ms from tracker_events order by id`;
+  // queued: waiting for the tracker worker (bots never are).
+  return target.db<{ ip: string; kind: string; is_bot: boolean; queued: boolean; url: string; active_ms: number | null }>`
+    select host(t.ip) as ip, t.kind, t.is_bot, q.event_id is not null as queued, t.url, t.active_ms
+    from tracker_events t left join tracker_queue q on q.event_id = t.id order by t.id`;
 }
 
 beforeAll(async () => {
@@ -72,7 +74,7 @@ describe('collect', () => {
     expect(res.body).toEqual({ success: true });
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(await stored()).toEqual([
-      { ip: VISITOR, kind: 'pageview', is_bot: false, identify_status: 'pending', url: `https://${site.domain}/pricing`, active_ms: null },
+      { ip: VISITOR, kind: 'pageview', is_bot: false, queued: true, url: `https://${site.domain}/pricing`, active_ms: null },
     ]);
   });
 
@@ -121,9 +123,9 @@ describe('collect', () => {
     await env.db`delete from tracker_events`;
     await beacon(env, pageview(), { headers: { 'user-agent': 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' } });
     await beacon(env, pageview({ webdriver: true }));
-    expect((await stored()).map((e) => [e.is_bot, e.identify_status])).toEqual([
-      [true, 'skipped'],
-      [true, 'skipped'],
+    expect((await stored()).map((e) => [e.is_bot, e.queued])).toEqual([
+      [true, false],
+      [true, false],
     ]);
   });
 
@@ -220,6 +222,41 @@ describe('collect’s group commit', () => {
     const rows = await env.db<{ beacon_id: string; active_ms: number }>`
       select beacon_id, active_ms from tracker_events where session_id = 'gc-dup' order by beacon_id`;
     expect(rows).toEqual(Array.from({ length: 6 }, (_, b) => ({ beacon_id: `b-${b}`, active_ms: 4_000 + b })));
+  });
+
+  it('copies of one beacon in one batch: the first is stored and queued for the worker, the rest report not stored', async () => {
+    await env.db`delete from tracker_events`;
+    const row = (session: string, beaconId: string | null): TrackerEventRow => ({
+      tracking_script_id: site.tracking_script_id,
+      kind: beaconId ? 'engagement' : 'pageview',
+      page_host: site.domain,
+      ip: VISITOR,
+      is_bot: false,
+      session_id: session,
+      url: `https://${site.domain}/`,
+      referrer: null,
+      active_ms: beaconId ? 3_000 : null,
+      beacon_id: beaconId,
+      user_agent: null,
+    });
+    // The first two go at once, one statement each; the three copies wait and share the next one.
+    const results = await Promise.all(
+      [row('gc-one-a', null), row('gc-one-b', null), row('gc-one', 'b-1'), row('gc-one', 'b-1'), row('gc-one', 'b-1')].map((r) =>
+        appendTrackerEvent(env.deps, r),
+      ),
+    );
+    expect(results).toEqual([true, true, true, false, false]);
+    expect(await distinctTransactions('gc-one')).toBe(3);
+    const rows = await env.db<{ session_id: string; queued: boolean }>`
+      select t.session_id, exists (select 1 from tracker_queue q where q.event_id = t.id) as queued
+      from tracker_events t where t.session_id like 'gc-one%' order by t.session_id`;
+    expect(rows).toEqual([
+      { session_id: 'gc-one', queued: true },
+      { session_id: 'gc-one-a', queued: true },
+      { session_id: 'gc-one-b', queued: true },
+    ]);
+    // Sent again later, alone: already stored.
+    expect(await appendTrackerEvent(env.deps, row('gc-one', 'b-1'))).toBe(false);
   });
 
   it('an event the database refuses fails alone; the rest of its batch is stored', async () => {

@@ -83,8 +83,18 @@ beforeAll(async () => {
   };
   // A beacon stored earlier from a company address (collect under Deno only ever sees 127.0.0.1):
   // the Deno sweep identifies it from the edge data snapshot.
-  await env.db`select sl_collect_event(${tracker.tracking_script_id}::uuid, 'pageview', ${tracker.domain}, '17.253.144.10'::inet, false,
-                 'deno-earlier', ${`https://${tracker.domain}/pricing`}, null, null, null, 'Mozilla/5.0')`;
+  const earlier = {
+    n: 0,
+    tracking_script_id: tracker.tracking_script_id,
+    kind: 'pageview',
+    page_host: tracker.domain,
+    ip: '17.253.144.10',
+    is_bot: false,
+    session_id: 'deno-earlier',
+    url: `https://${tracker.domain}/pricing`,
+    user_agent: 'Mozilla/5.0',
+  };
+  await env.db`select * from sl_collect_events(${JSON.stringify([earlier])}::text::jsonb)`;
   // The IP data as the Supabase functions ship it (npm run build:edge-data), in a directory of its own.
   ipDataDir = await mkdtemp(join(tmpdir(), 'sightline-deno-ip-data-'));
   await buildEdgeData(ipDataDir);

@@ -1,7 +1,9 @@
-import { migrate } from '@sightline/core';
+import { aggregateTrackerEvents, createPartner, migrate } from '@sightline/core';
 import { loadMigrations } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { envForDatabase } from './support/app.ts';
 import { openTestDatabase, type TestDatabase } from './support/db.ts';
+import { createChildVia } from './support/seed.ts';
 
 let t: TestDatabase;
 beforeAll(async () => {
@@ -17,6 +19,31 @@ describe('migrations', () => {
   it('apply safely from two starts at once', async () => {
     const both = await Promise.all([migrate(t.db, await loadMigrations()), migrate(t.db, await loadMigrations())]);
     expect(both.flat()).toEqual([]);
+  });
+
+  it('0025 puts the events still waiting for the worker on its queue, and only those', async () => {
+    const env = await envForDatabase(await openTestDatabase({ before: '0025' }));
+    try {
+      const partner = await createPartner({ ctx: env.deps, input: { name: 'Upgrade', quota: 1000 } });
+      const child = await createChildVia(env, partner.key, { name: 'Upgrade' });
+      // As 0024 left them: one event folded already, two waiting, and a bot's (never to fold).
+      const ids = await env.db<{ id: number }>`
+        insert into tracker_events (website_id, api_key_id, kind, ip, is_bot, session_id, url, identify_status, aggregated_at)
+        select ${child.website.id}::uuid, ${child.child.api_key_id}::uuid, 'pageview', '203.0.113.9'::inet, b, 's-' || g,
+               'https://' || ${child.website.domain} || '/p' || g, case when b then 'skipped' when g = 1 then 'done' else 'pending' end,
+               case when g = 1 then now() end
+        from generate_series(1, 4) g, lateral (select g = 4 as b) x
+        order by g
+        returning id`;
+      expect(await migrate(env.db, await loadMigrations())).toContain('0025_tracker_queue.sql');
+      const queued = await env.db<{ event_id: number }>`select event_id from tracker_queue order by event_id`;
+      expect(queued.map((q) => Number(q.event_id))).toEqual(ids.slice(1, 3).map((r) => Number(r.id)));
+      await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+      const [visitor] = await env.db<{ pages_viewed: number }>`select pages_viewed from visitors where ip = '203.0.113.9'::inet`;
+      expect(visitor?.pages_viewed).toBe(2);
+    } finally {
+      await env.close();
+    }
   });
 });
 

@@ -14,10 +14,11 @@ export interface TestDatabase {
 
 /**
  * Each test file gets its own database so suites run in parallel without seeing each other:
- * a freshly created database on the DATABASE_URL server, or an in-memory PGlite.
+ * a freshly created database on the DATABASE_URL server, or an in-memory PGlite. `before` stops
+ * the migrations short of the one it names, for a test of what that migration does to data.
  */
-export async function openTestDatabase(opts: { pool?: number } = {}): Promise<TestDatabase> {
-  const migrations = await loadMigrations();
+export async function openTestDatabase(opts: { pool?: number; before?: string } = {}): Promise<TestDatabase> {
+  const migrations = (await loadMigrations()).filter((m) => !opts.before || m.name < opts.before);
   const base = process.env.DATABASE_URL;
   if (!base) {
     const db = await openPglite(undefined);

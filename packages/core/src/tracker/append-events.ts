@@ -1,6 +1,6 @@
 import type { CoreDeps } from '../context.ts';
 
-/** One beacon as `sl_collect_event` takes it (collect-event.ts builds it from the request). */
+/** One beacon as `sl_collect_events` takes it (collect-event.ts builds it from the request). */
 export interface TrackerEventRow {
   tracking_script_id: string;
   kind: 'pageview' | 'engagement';
@@ -85,29 +85,19 @@ class EventAppender {
 }
 
 /**
- * The batch's events through `sl_collect_event`, in one statement (so one transaction), in a fixed
- * order: two batches that carry the same engagement beacons then take their unique-index locks in
- * the same order and cannot deadlock. Returns, per row as given, whether it was stored.
+ * The batch's events through `sl_collect_events`, in one statement (so one transaction), which
+ * inserts them in key order (two batches that carry the same engagement beacons take their
+ * unique-index locks in the same order and cannot deadlock). Returns, per row as given, whether it
+ * was stored.
  */
 async function insertEvents(ctx: CoreDeps, rows: TrackerEventRow[]): Promise<boolean[]> {
-  // Each row carries its place in `rows` (n) through the sort and the statement.
-  const ordered = rows.map((row, n) => ({ ...row, n })).sort(compareRows);
+  // Each row carries its place in `rows` (n) through the statement.
   const result = await ctx.db<{ n: number; stored: boolean }>`
-    select e.n, sl_collect_event(e.tracking_script_id, e.kind, e.page_host, e.ip, e.is_bot, e.session_id, e.url,
-                                 e.referrer, e.active_ms, e.beacon_id, e.user_agent) as stored
-    from jsonb_to_recordset(${JSON.stringify(ordered)}::text::jsonb) as e(
-      n int, tracking_script_id uuid, kind text, page_host text, ip inet, is_bot boolean, session_id text, url text,
-      referrer text, active_ms int, beacon_id text, user_agent text)`;
+    select n, stored from sl_collect_events(${JSON.stringify(rows.map((row, n) => ({ ...row, n })))}::text::jsonb)`;
   const stored: boolean[] = new Array(rows.length).fill(false);
   for (const r of result) stored[r.n] = r.stored;
   return stored;
 }
-
-const key = (r: TrackerEventRow) => `${r.tracking_script_id}\u0001${r.session_id}\u0001${r.beacon_id ?? ''}`;
-const compareRows = (a: TrackerEventRow, b: TrackerEventRow) => {
-  const [x, y] = [key(a), key(b)];
-  return x < y ? -1 : x > y ? 1 : 0;
-};
 
 const appenders = new WeakMap<CoreDeps, EventAppender>();
 

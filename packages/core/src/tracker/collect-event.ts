@@ -44,7 +44,7 @@ function pageHost(url: string): string | null {
 }
 
 /**
- * Appends one tracker event (`sl_collect_event`, through the process's group commit) and nothing
+ * Appends one tracker event (`sl_collect_events`, through the process's group commit) and nothing
  * else: no lookup, no charge, so collect answers as soon as the event is committed. Dropped quietly,
  * so a browser learns nothing it could probe with: a visitor without a usable address, a page whose
  * host is not the website's domain or a subdomain (the account's allowed_domains instead, when it set any), an unknown or inactive website, a revoked key.
