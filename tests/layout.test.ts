@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
 import { generateOpenApi, OPENAPI_FILE } from '../packages/host/src/openapi-cli.ts';
@@ -34,6 +35,18 @@ describe('deployment layout', () => {
 
   it('docs/openapi.json is the document generated from the route schemas (run `npm run openapi`)', async () => {
     expect(await readFile(OPENAPI_FILE, 'utf8')).toBe(await generateOpenApi());
+  });
+
+  it('the OpenAPI document passes an OpenAPI 3.1 validator, which refuses a broken one', async () => {
+    const doc = JSON.parse(await readFile(OPENAPI_FILE, 'utf8')) as Record<string, unknown>;
+    const validator = new Validator();
+    const result = await validator.validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+    // The check has teeth: the same document without its info object is not OpenAPI.
+    const { info: _info, ...broken } = doc;
+    expect((await new Validator().validate(broken)).valid).toBe(false);
   });
 
   it('the OpenAPI document covers every function', async () => {
