@@ -14,6 +14,7 @@ import {
 } from '@sightline/core';
 import { createHostApp, createNodeWebhookTransport, nodeHmacSha256Hex, nodeRemoteAddress, nodeSha256Base64 } from '@sightline/host';
 import { openTestDatabase, type TestDatabase } from './db.ts';
+import { checkDocumentedResponse } from './openapi-check.ts';
 
 export const TEST_SECRET = 'test-server-secret-0123456789abcdef-not-for-production';
 
@@ -70,10 +71,20 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     ...(opts.ip ? { ip: await opts.ip(tdb.db) } : {}),
     ...(auth ? { authCache: auth.cache } : {}),
   });
+  const app = createHostApp(deps);
+  // Every response a test receives from the app is held to the OpenAPI document.
+  const request = app.request.bind(app);
+  app.request = (async (input: string | Request | URL, init?: RequestInit, ...rest: unknown[]) => {
+    const res = await (request as (...a: unknown[]) => Promise<Response>)(input, init, ...rest);
+    const url = input instanceof Request ? input.url : String(input);
+    const method = input instanceof Request ? input.method : (init?.method ?? 'GET');
+    await checkDocumentedResponse(url, method, res);
+    return res;
+  }) as typeof app.request;
   return {
     ...tdb,
     deps,
-    app: createHostApp(deps),
+    app,
     settle: () => deps.runner.drain(),
     authSync: async () => {
       await auth?.sync();
