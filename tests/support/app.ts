@@ -77,7 +77,8 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
   app.request = (async (input: string | Request | URL, init?: RequestInit, ...rest: unknown[]) => {
     const res = await (request as (...a: unknown[]) => Promise<Response>)(input, init, ...rest);
     const url = input instanceof Request ? input.url : String(input);
-    const method = input instanceof Request ? input.method : (init?.method ?? 'GET');
+    // As Hono builds the request: init's method, over the Request's own.
+    const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
     await checkDocumentedResponse(url, method, res);
     return res;
   }) as typeof app.request;
