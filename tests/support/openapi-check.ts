@@ -30,28 +30,21 @@ const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').r
 
 export async function checkDocumentedResponse(url: string, method: string, res: Response): Promise<void> {
   const path = new URL(url, 'http://localhost').pathname;
+  const verb = method.toLowerCase();
   const route = routes.find((r) => r.pattern.test(path));
-  const op = route?.ops[method.toLowerCase()];
+  const op = route?.ops[verb];
   if (!route || !op) return;
   const status = String(res.status);
-  const documented = op.responses[status] ?? op.responses.default;
+  // The response the document gives this status: its own, or the operation's default.
+  const which = op.responses[status] ? status : 'default';
+  const documented = op.responses[which];
   if (!documented) throw new Error(`${method} ${route.path} answered ${status}, which docs/openapi.json does not document for it`);
   const type = (res.headers.get('content-type') ?? '').split(';')[0]?.trim() ?? '';
   if (type !== 'application/json' || !documented.content?.['application/json']?.schema) return;
-  const key = `${route.path} ${method} ${op.responses[status] ? status : 'default'}`;
+  const key = `${route.path} ${verb} ${which}`;
   let validate = compiled.get(key);
   if (!validate) {
-    const at = pointer(
-      'paths',
-      route.path,
-      method.toLowerCase(),
-      'responses',
-      op.responses[status] ? status : 'default',
-      'content',
-      'application/json',
-      'schema',
-    );
-    validate = ajv.compile({ $ref: `openapi#/${at}` });
+    validate = ajv.compile({ $ref: `openapi#/${pointer('paths', route.path, verb, 'responses', which, 'content', 'application/json', 'schema')}` });
     compiled.set(key, validate);
   }
   const body: unknown = await res.clone().json();
