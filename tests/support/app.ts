@@ -34,6 +34,10 @@ export interface TestEnvOptions {
   trustedProxies?: string[];
   /** Start the tracker worker after each beacon, as production does; off so tests step it by hand. */
   trackerKick?: boolean;
+  /** SWEEP_SECRET: the sweep functions answer it (nobody, without one). */
+  sweepSecret?: string;
+  /** How long usage and lookup reports gather before they are written (1 s, as in production). */
+  reportFlushMs?: number;
 }
 
 export interface TestEnv extends TestDatabase {
@@ -67,6 +71,8 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     webhookTimeoutMs: opts.webhookTimeoutMs,
     remoteAddressOf: nodeRemoteAddress,
     trackerKick: opts.trackerKick ?? false,
+    ...(opts.sweepSecret ? { sweepSecret: opts.sweepSecret } : {}),
+    ...(opts.reportFlushMs !== undefined ? { reportFlushMs: opts.reportFlushMs } : {}),
     ...(opts.trustedProxies ? { trustedProxies: trustedProxies(opts.trustedProxies) } : {}),
     ...(opts.ip ? { ip: await opts.ip(tdb.db) } : {}),
     ...(auth ? { authCache: auth.cache } : {}),
