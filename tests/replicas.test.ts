@@ -10,8 +10,9 @@ import { createChildVia, seedPartner } from './support/seed.ts';
  * Issue 15 §4: two Node servers on one Postgres database, their schedulers on, sharing a Redis — as
  * a production deployment runs them. What one replica does the other must not do again: a due
  * period rolls over once, a visitor is identified and charged once, an event's first attempt is
- * sent once, and a partner's rate limit is one count across both. Counted where a user would count
- * them: in the database and at the webhook receiver.
+ * sent once, and a partner's rate limit is one count across both. And a replica killed outright
+ * mid-work loses nothing: what it had claimed waits out its lease, then the other finishes it.
+ * Counted where a user would count them: in the database and at the webhook receiver.
  */
 const run = usingPostgres && redisServerAvailable;
 const why = run ? '' : ' (skipped: needs DATABASE_URL and redis-server)';
@@ -47,22 +48,24 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
     await env?.close();
   });
 
+  /** Two replicas; each names its database sessions (`replica-0`, `replica-1`) so a test can find them. */
   async function startReplicas() {
-    const settings = childEnv({
-      DATABASE_URL: env.url ?? '',
-      REDIS_URL: redis.url,
-      SIGHTLINE_SECRET: TEST_SECRET,
-      SWEEP_SECRET,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      ROLLOVER_INTERVAL_SECONDS: '1',
-      RATE_LIMIT_PER_MINUTE: String(LIMIT),
-      ALLOW_PRIVATE_WEBHOOKS: 'true',
-      // Beacons arrive from this machine; the visitor is the address the test forwards.
-      TRUSTED_PROXIES: '127.0.0.1/32',
-      DEMO_PARTNER: '0',
-    });
-    replicas.push(...(await Promise.all([startHost(settings), startHost(settings)])));
+    const settings = (n: number) =>
+      childEnv({
+        DATABASE_URL: `${env.url ?? ''}?application_name=replica-${n}`,
+        REDIS_URL: redis.url,
+        SIGHTLINE_SECRET: TEST_SECRET,
+        SWEEP_SECRET,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        ROLLOVER_INTERVAL_SECONDS: '1',
+        RATE_LIMIT_PER_MINUTE: String(LIMIT),
+        ALLOW_PRIVATE_WEBHOOKS: 'true',
+        // Beacons arrive from this machine; the visitor is the address the test forwards.
+        TRUSTED_PROXIES: '127.0.0.1/32',
+        DEMO_PARTNER: '0',
+      });
+    replicas.push(...(await Promise.all([startHost(settings(0)), startHost(settings(1))])));
   }
 
   it('roll each due period once, identify and charge each visitor once, send each first attempt once, and share one rate limit', async () => {
@@ -169,5 +172,106 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
     expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+  }, 180_000);
+
+  it('a replica killed with SIGKILL mid-identification batch and mid-delivery loses nothing: the other finishes its work after the lease', async () => {
+    if (replicas.length < 2) await startReplicas();
+    const [a, b] = [0, 1].map((i) => `http://127.0.0.1:${replicas[i]?.port}/functions/v1`);
+    // A receiver slow enough that a delivery is in flight when the sender dies.
+    const slow = await startReceiver((_req, res) => setTimeout(() => res.end('ok'), 3_000));
+    try {
+      const partner = await seedPartner(env.deps, { name: 'Crash partner', quota: 10_000 });
+      expect((await call(env, 'partner-set-webhook', { key: partner.key, body: { url: slow.url } })).status).toBe(200);
+      const site = await createChildVia(env, partner.key, { monthly_id_quota: 100 });
+      const other = await createChildVia(env, partner.key, { monthly_id_quota: 100 });
+      await env.settle();
+      const probes = slow.received.length;
+
+      // Hold the child's subscription row: replica 0's worker claims its identifications, then waits
+      // here to charge them, mid-batch.
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked = () => {};
+      const isLocked = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const holder = env.db.begin(async (tx) => {
+        await tx`select 1 from child_subscriptions where api_key_id = ${site.child.api_key_id} for update`;
+        locked();
+        await held;
+      });
+      await isLocked;
+
+      const visitors = Array.from({ length: 12 }, (_, n) => `17.253.202.${n + 1}`);
+      for (const ip of visitors) {
+        const res = await fetch(`${a}/collect`, {
+          method: 'POST',
+          headers: { 'content-type': 'text/plain', 'x-forwarded-for': ip, 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0' },
+          body: JSON.stringify({
+            tracking_script_id: site.website.tracking_script_id,
+            type: 'pageview',
+            url: `https://${site.website.domain}/`,
+            session_id: `s-${ip}`,
+          }),
+        });
+        expect(res.status).toBe(202);
+      }
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(`${a}/partner-update-child`, {
+          method: 'POST',
+          headers: { 'x-access-key': partner.key, 'content-type': 'application/json' },
+          // Another child: the held row would hold this request too.
+          body: JSON.stringify({ child_api_key_id: other.child.api_key_id, name: `crash ${i}` }),
+        });
+        expect(res.status).toBe(200);
+      }
+      const leased = async () => {
+        const [row] = await env.db<{ n: number }>`select count(*)::int as n from identifications
+          where website_id = ${site.website.id} and status = 'pending' and lease_until > now()`;
+        return row?.n ?? 0;
+      };
+      await until('identifications claimed and a delivery in flight', async () => (await leased()) > 0 && slow.received.length > probes);
+
+      replicas[0]?.proc.kill('SIGKILL');
+      // The kernel closes a killed process's sockets; a session waiting on a lock notices only when it
+      // next writes to its client, so end replica 0's sessions as Postgres would then.
+      await until('replica 0 gone', async () => replicas[0]?.proc.exitCode !== null || replicas[0]?.proc.signalCode !== null);
+      await env.db`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'replica-0'`;
+      release();
+      await holder;
+
+      // What replica 0 had claimed waits out its lease: nobody else touches it before then.
+      expect(await leased()).toBeGreaterThan(0);
+
+      // Then replica 1 finishes: its scheduler identifies, and its delivery sweep (called here every few
+      // seconds rather than waiting for its one-minute timer) resends what was in flight.
+      await until(
+        'replica 1 finished replica 0’s work',
+        async () => {
+          await fetch(`${b}/sweep-webhook-deliveries`, { method: 'POST', headers: { authorization: `Bearer ${SWEEP_SECRET}` } });
+          const [row] = await env.db<{ pending: number; undelivered: number }>`
+            select (select count(*)::int from identifications where website_id = ${site.website.id} and status = 'pending') as pending,
+                   (select count(*)::int from events where partner_account_id = ${partner.account_id} and delivery_status not in ('delivered', 'no_destination')) as undelivered`;
+          return row?.pending === 0 && row?.undelivered === 0;
+        },
+        120_000,
+      );
+      const [charged] = await env.db<{ used: number; identified: number }>`
+        select s.ids_used_this_period as used,
+               (select count(*)::int from identifications i where i.website_id = ${site.website.id} and i.status = 'identified') as identified
+        from child_subscriptions s where s.api_key_id = ${site.child.api_key_id}`;
+      expect(charged?.identified).toBe(visitors.length);
+      expect(charged?.used).toBe(visitors.length);
+      // Every event reached the receiver; one in flight when its sender died may have arrived twice
+      // (delivery is at least once: receivers de-duplicate by the event's id).
+      const [events] = await env.db<{ n: number }>`select count(*)::int as n from events
+        where partner_account_id = ${partner.account_id} and delivery_status = 'delivered'`;
+      const bodies = slow.received.filter((r) => r.headers['x-service-event']).map((r) => r.body);
+      expect(new Set(bodies).size).toBe(events?.n);
+    } finally {
+      await slow.close();
+    }
   }, 180_000);
 });

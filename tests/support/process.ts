@@ -74,7 +74,8 @@ export async function startHost(
     stdout: () => out,
     stop: () =>
       new Promise((resolve) => {
-        if (proc.exitCode !== null) return resolve(proc.exitCode);
+        // Already gone: exited, or killed by a signal (a test's SIGKILL).
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
         proc.removeAllListeners('exit');
         proc.on('exit', (code) => resolve(code));
         proc.kill('SIGTERM');
