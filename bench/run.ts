@@ -16,6 +16,7 @@ const benches: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   visitors: () => import('./visitors.ts'),
   rollover: () => import('./rollover.ts'),
   startup: () => import('./startup.ts'),
+  soak: () => import('./soak.ts'),
 };
 
 async function main() {
