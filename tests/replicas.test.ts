@@ -48,6 +48,16 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
     await env?.close();
   });
 
+  /** `visitors` identifications of the site's child identified, and exactly as many of its IDs used. */
+  async function expectIdentifiedAndChargedOnce(site: { website: { id: string }; child: { api_key_id: string } }, visitors: number) {
+    const [charged] = await env.db<{ used: number; identified: number }>`
+      select s.ids_used_this_period as used,
+             (select count(*)::int from identifications i where i.website_id = ${site.website.id} and i.status = 'identified') as identified
+      from child_subscriptions s where s.api_key_id = ${site.child.api_key_id}`;
+    expect(charged?.identified).toBe(visitors);
+    expect(charged?.used).toBe(visitors);
+  }
+
   /** Two replicas; each names its database sessions (`replica-0`, `replica-1`) so a test can find them. */
   async function startReplicas() {
     const settings = (n: number) =>
@@ -126,12 +136,7 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
       },
       60_000,
     );
-    const [charged] = await env.db<{ used: number; identified: number }>`
-      select s.ids_used_this_period as used,
-             (select count(*)::int from identifications i where i.website_id = ${site.website.id} and i.status = 'identified') as identified
-      from child_subscriptions s where s.api_key_id = ${site.child.api_key_id}`;
-    expect(charged?.identified).toBe(visitors.length);
-    expect(charged?.used).toBe(visitors.length);
+    await expectIdentifiedAndChargedOnce(site, visitors.length);
 
     // Events through either replica: each sends its first attempt; the other's sweep must not send it again.
     for (let i = 0; i < 20; i++) {
@@ -174,7 +179,7 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(20);
   }, 180_000);
 
-  it('a replica killed with SIGKILL mid-identification batch and mid-delivery loses nothing: the other finishes its work after the lease', async () => {
+  it('a replica killed with SIGKILL mid-identification batch, mid-delivery and mid-sweep loses nothing: the other finishes its work after the lease', async () => {
     if (replicas.length < 2) await startReplicas();
     const [a, b] = [0, 1].map((i) => `http://127.0.0.1:${replicas[i]?.port}/functions/v1`);
     // A receiver slow enough that a delivery is in flight when the sender dies.
@@ -184,11 +189,13 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
       expect((await call(env, 'partner-set-webhook', { key: partner.key, body: { url: slow.url } })).status).toBe(200);
       const site = await createChildVia(env, partner.key, { monthly_id_quota: 100 });
       const other = await createChildVia(env, partner.key, { monthly_id_quota: 100 });
+      const due = await createChildVia(env, partner.key, { monthly_id_quota: 100 });
       await env.settle();
       const probes = slow.received.length;
 
-      // Hold the child's subscription row: replica 0's worker claims its identifications, then waits
-      // here to charge them, mid-batch.
+      // Hold two subscription rows: replica 0's worker claims the site's identifications, then waits
+      // to charge them, mid-batch; its rollover sweep, which waits for rows it cannot skip on its
+      // second pass, waits mid-sweep for the due child.
       let release = () => {};
       const held = new Promise<void>((resolve) => {
         release = resolve;
@@ -199,10 +206,15 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
       });
       const holder = env.db.begin(async (tx) => {
         await tx`select 1 from child_subscriptions where api_key_id = ${site.child.api_key_id} for update`;
+        // A key-share lock: the period can still be ended (an update of no key column), but a
+        // rollover's FOR UPDATE cannot have the row, so no replica rolls it before the kill.
+        await tx`select 1 from child_subscriptions where api_key_id = ${due.child.api_key_id} for key share`;
         locked();
         await held;
       });
       await isLocked;
+      await env.db`update child_subscriptions set current_period_start = now() - interval '31 days', current_period_end = now() - interval '1 day'
+                   where api_key_id = ${due.child.api_key_id}`;
 
       const visitors = Array.from({ length: 12 }, (_, n) => `17.253.202.${n + 1}`);
       for (const ip of visitors) {
@@ -232,7 +244,15 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
           where website_id = ${site.website.id} and status = 'pending' and lease_until > now()`;
         return row?.n ?? 0;
       };
-      await until('identifications claimed and a delivery in flight', async () => (await leased()) > 0 && slow.received.length > probes);
+      const sweepWaiting = async () => {
+        const [row] = await env.db<{ n: number }>`select count(*)::int as n from pg_stat_activity
+          where application_name = 'replica-0' and wait_event_type = 'Lock' and query like '%sl_roll_over_children%'`;
+        return (row?.n ?? 0) > 0;
+      };
+      await until(
+        'identifications claimed, a delivery in flight and a rollover waiting',
+        async () => (await leased()) > 0 && slow.received.length > probes && (await sweepWaiting()),
+      );
 
       replicas[0]?.proc.kill('SIGKILL');
       // The kernel closes a killed process's sockets; a session waiting on a lock notices only when it
@@ -258,12 +278,16 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
         },
         120_000,
       );
-      const [charged] = await env.db<{ used: number; identified: number }>`
-        select s.ids_used_this_period as used,
-               (select count(*)::int from identifications i where i.website_id = ${site.website.id} and i.status = 'identified') as identified
-        from child_subscriptions s where s.api_key_id = ${site.child.api_key_id}`;
-      expect(charged?.identified).toBe(visitors.length);
-      expect(charged?.used).toBe(visitors.length);
+      await expectIdentifiedAndChargedOnce(site, visitors.length);
+      // The period replica 0 was rolling when it died rolled once, by replica 1.
+      await until('the due period rolled', async () => {
+        const [row] = await env.db<{ n: number }>`select count(*)::int as n from child_subscriptions
+          where api_key_id = ${due.child.api_key_id} and current_period_end > now()`;
+        return row?.n === 1;
+      });
+      const [rolled] = await env.db<{ n: number }>`select count(*)::int as n from events
+        where event = 'child.period_rolled' and child_api_key_id = ${due.child.api_key_id}`;
+      expect(rolled?.n).toBe(1);
       // Every event reached the receiver; one in flight when its sender died may have arrived twice
       // (delivery is at least once: receivers de-duplicate by the event's id).
       const [events] = await env.db<{ n: number }>`select count(*)::int as n from events

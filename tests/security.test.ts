@@ -243,6 +243,22 @@ describe('text fields keep exactly what was sent', () => {
     const product = (listed.body.data as Json[]).find((p) => p.name === fields.name);
     expect(product).toMatchObject(fields);
   });
+
+  it('an ICP’s name, description and lists, every edge string at once', async () => {
+    const fields = {
+      name: EDGE_TEXT[1],
+      description: EDGE_TEXT.join(' | '),
+      job_titles: EDGE_TEXT.slice(0, 5),
+      pain_points: EDGE_TEXT.slice(5, 10),
+      value_drivers: EDGE_TEXT.slice(10),
+      industry_focus: [EDGE_TEXT[4] as string],
+    };
+    const created = await icpAction(env, y, { action: 'create_icp', product_id: y.product_id, ...fields });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject(fields);
+    const listed = await icpAction(env, y, { action: 'list_icps' });
+    expect((listed.body.data as Json[]).find((i) => i.id === created.body.id)).toMatchObject(fields);
+  });
 });
 
 describe('what the logs never hold', () => {
