@@ -325,6 +325,18 @@ describe('api-full-request: the message result', () => {
       fetchSpy.mockRestore();
     }
   });
+
+  it('with the built-in engine, research it must shorten is cut between characters, never through an emoji (a 200, not a 502)', async () => {
+    // Found by the fuzz suite: an insight clipped at 1,000 code units ended on half of an emoji,
+    // text that cannot be stored, and the engine's own answer failed the request.
+    env.deps.ai = builtinEngine;
+    env.deps.research = urlOnlyResearch;
+    const s = await sender();
+    for (const additional of ['😀'.repeat(1_500), `a${'😀'.repeat(1_500)}`]) {
+      const res = await post(s, { prospect_url: PROSPECT, additional_research: additional });
+      expect(res.status, res.text).toBe(200);
+    }
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

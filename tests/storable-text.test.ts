@@ -1,4 +1,4 @@
-import { AppError, findUnstorableText } from '@sightline/core';
+import { AppError, findUnstorableText, isUnstorableText, sliceWhole } from '@sightline/core';
 import { runOperatorCommand } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
@@ -102,6 +102,15 @@ describe('findUnstorableText', () => {
     // A high half at the very end, and a low half at the very start, are both unpaired.
     expect(findUnstorableText('x\ud83d')).toBe('body');
     expect(findUnstorableText('\ude80x')).toBe('body');
+  });
+
+  it('text shortened for storing is cut between characters, never through a surrogate pair', () => {
+    const rocket = '\ud83d\ude80';
+    expect(sliceWhole(`ab${rocket}`, 3)).toBe('ab');
+    expect(sliceWhole(`ab${rocket}`, 4)).toBe(`ab${rocket}`);
+    expect(sliceWhole('abc', 2)).toBe('ab');
+    expect(sliceWhole('abc', -1)).toBe('');
+    for (let end = 0; end <= 12; end++) expect(isUnstorableText(sliceWhole(rocket.repeat(6), end))).toBe(false);
   });
 });
 

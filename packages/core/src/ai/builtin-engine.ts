@@ -1,3 +1,4 @@
+import { sliceWhole } from '../http/storable-text.ts';
 import {
   type AiEngine,
   type CompanyCharacteristics,
@@ -667,7 +668,7 @@ function phrases(items: readonly (string | null)[], max: number): string[] {
 
 function clip(text: string, max: number): string {
   if (text.length <= max) return text;
-  const cut = text.slice(0, max - 1);
+  const cut = sliceWhole(text, max - 1);
   const space = cut.lastIndexOf(' ');
   return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }

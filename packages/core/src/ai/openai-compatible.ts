@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Logger } from '../context.ts';
+import { sliceWhole } from '../http/storable-text.ts';
 import { readObject as asObject, readString as asString } from '../ip/providers/normalise.ts';
 import { readBodyTextPrefix } from '../net/bounded-body.ts';
 import {
@@ -547,5 +548,5 @@ function redact(message: string, apiKey: string | undefined): string {
 }
 
 function cut(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}…`;
+  return text.length <= max ? text : `${sliceWhole(text, max)}…`;
 }

@@ -42,3 +42,14 @@ export function findUnstorableText(value: unknown, path = ''): string | undefine
   }
   return undefined;
 }
+
+/**
+ * `text.slice(0, end)`, never ending on the first half of a surrogate pair: a cut through an emoji
+ * would leave an unpaired surrogate, which is text Postgres cannot store (see above). Every place
+ * that shortens text it will store or answer cuts with this.
+ */
+export function sliceWhole(text: string, end: number): string {
+  const cut = text.slice(0, Math.max(0, end));
+  const last = cut.charCodeAt(cut.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
+}

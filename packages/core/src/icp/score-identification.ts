@@ -50,6 +50,7 @@
  *   in SENIORITY_ORDER. A title with no level word is an individual contributor (`entry`).
  */
 import type { CompanyCharacteristics } from '../ai/engine.ts';
+import { sliceWhole } from '../http/storable-text.ts';
 
 export type ScoringGroup = 'industry' | 'employee_range' | 'geography' | 'job_title' | 'seniority';
 type IdentificationType = 'company' | 'individual';
@@ -505,7 +506,6 @@ const MARKS = /\p{M}+/gu;
 const NON_WORD = /[^a-z0-9]+/g;
 const AMPERSAND = /&/g;
 const COMMAS = /,/g;
-const TRAILING_HIGH_SURROGATE = /[\uD800-\uDBFF]$/;
 const SIZE_NOISE = /employees?|people|staff|\s+/g;
 const SIZE_RANGE = /^(\d+)(?:-|–|—|to)(\d+)$/;
 const SIZE_OPEN = /^(\d+)\+$/;
@@ -584,8 +584,7 @@ function readPhrases<T>(tokens: readonly string[], table: ReadonlyMap<string, T>
 function clip(text: string, max: number): string {
   const trimmed = text.trim();
   if (trimmed.length <= max) return trimmed;
-  // Never cut an emoji or other astral character in half.
-  const cut = trimmed.slice(0, max - 1).replace(TRAILING_HIGH_SURROGATE, '');
+  const cut = sliceWhole(trimmed, max - 1);
   return `${cut.trimEnd()}…`;
 }
 
