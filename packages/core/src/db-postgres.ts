@@ -39,8 +39,9 @@ export function connectPostgres(opts: PostgresOptions): Database {
     connect_timeout: 10,
     // While the database is away, a query waiting for a connection fails only when a reconnect
     // attempt does; postgres.js's own backoff grows to 20 s between attempts, so requests hung for
-    // that long. Capped at 1 s, a request fails within about a second (a 500 the caller can retry)
-    // and the pool is back within a second of the database. (tests/database-outage.test.ts)
+    // that long. Capped at 1 s, each connection retries every second: waiting requests fail at the
+    // next attempts (a 500 the caller can retry; within 5 s under the test's load) and the pool is
+    // back within a second of the database. (tests/database-outage.test.ts)
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
   });
   const sql = wrap(pg);
