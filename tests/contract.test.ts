@@ -3,6 +3,7 @@ import { createHostApp } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
 import { call, createTestEnv, fn, type TestEnv } from './support/app.ts';
+import { actsAsUser, isPartnerRoute } from './support/routes.ts';
 import { seedDirectAccount, seedDirectKey, seedPartner } from './support/seed.ts';
 import { seedConnectedUser } from './support/users.ts';
 
@@ -60,12 +61,10 @@ function expectEnvelope(body: Record<string, unknown>) {
 }
 
 const wrongMethod = (m: 'GET' | 'POST') => (m === 'GET' ? 'POST' : 'GET');
-const actsAsUser = (def: FunctionDefinition) => [policies.connectedUser, policies.idempotentConnectedUser].includes(def.policy);
 /** The user headers of a connected-user route (a connected user, or `userId`), so its cases get past them to what they test. */
 const userHeadersOf = (def: FunctionDefinition, userId = connectedUser): Record<string, string> =>
   actsAsUser(def) ? { 'x-user-id': userId, 'x-idempotency-key': crypto.randomUUID() } : {};
 const usesKey = (def: FunctionDefinition) => def.policy.security.some((s) => 'AccessKey' in s);
-const isPartner = (def: FunctionDefinition) => [policies.partnerAction, policies.partnerRead, policies.partnerPoolRead].includes(def.policy);
 const readsJson = (def: FunctionDefinition) => (def.body ?? (def.method === 'POST' ? 'json' : 'none')) !== 'none';
 /** A function's path in the document: its mount and name, and below it any path parameter its route has (`/t/{file}`). */
 function documentedPath(def: FunctionDefinition): string {
@@ -108,7 +107,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
     });
   }
 
-  if (isPartner(def)) {
+  if (isPartnerRoute(def)) {
     it('answers 401 for an inactive (suspended) master key', async () => {
       const res = await send(keys.suspended);
       expect(res.status).toBe(401);

@@ -4,6 +4,7 @@ import { openTestDatabase, usingPostgres } from './support/db.ts';
 import { childEnv, type StartedServer, startHost } from './support/process.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';
 import { startTcpProxy } from './support/tcp-proxy.ts';
+import { sleep } from './support/wait.ts';
 
 /**
  * Issue 15 §4: Postgres goes away under load and comes back (cut at a proxy in front of it, as a
@@ -11,8 +12,6 @@ import { startTcpProxy } from './support/tcp-proxy.ts';
  * promptly, never a hang or a client error; once it is back the same requests succeed; and no
  * request left half its writes: the ledger balances to the unit, whatever each caller was told.
  */
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe.skipIf(!usingPostgres)(`a database outage under load${usingPostgres ? '' : ' (skipped: needs DATABASE_URL)'}`, () => {
   let env: TestEnv;
   let proxy: Awaited<ReturnType<typeof startTcpProxy>>;

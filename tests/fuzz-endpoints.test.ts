@@ -1,7 +1,6 @@
-import { policies } from '@sightline/core';
 import { allFunctions } from '../functions/index.ts';
 import { describeFuzz } from './support/fuzz-suite.ts';
+import { isPartnerRoute } from './support/routes.ts';
 
 /** Issue 15 §2 for every function but the partner routes (fuzz-partner.test.ts): see support/fuzz-suite.ts. */
-const partnerPolicies = [policies.partnerAction, policies.partnerRead, policies.partnerPoolRead];
-describeFuzz(allFunctions.filter((f) => !partnerPolicies.includes(f.policy)));
+describeFuzz(allFunctions.filter((f) => !isPartnerRoute(f)));

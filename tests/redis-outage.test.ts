@@ -1,20 +1,12 @@
-import {
-  connectRedis,
-  grantCredits,
-  ipDepsFor,
-  type Logger,
-  parseEnv,
-  type RateLimiter,
-  REDIS_TIMEOUTS,
-  rateLimiterFor,
-  type SharedRedis,
-} from '@sightline/core';
+import { connectRedis, grantCredits, ipDepsFor, parseEnv, type RateLimiter, REDIS_TIMEOUTS, rateLimiterFor, type SharedRedis } from '@sightline/core';
 import { packageIpSources } from '@sightline/host';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
+import { capturingLogger } from './support/log.ts';
 import { freePort, redisServerAvailable, type TestRedisServer, testRedisServer } from './support/redis-server.ts';
 import { seedDirectAccount, seedPartner } from './support/seed.ts';
+import { clearOfWindowEnd, sleep, until } from './support/wait.ts';
 
 /**
  * README: "every Redis use has an in-process fallback". Each suite runs its own redis-server and
@@ -27,41 +19,6 @@ import { seedDirectAccount, seedPartner } from './support/seed.ts';
  * the stalls it guards against.
  */
 const PROMPT_MS = 400;
-
-interface LogLine {
-  level: 'info' | 'warn' | 'error';
-  msg: string;
-  fields: Record<string, unknown> | undefined;
-}
-
-function capturingLogger() {
-  const lines: LogLine[] = [];
-  const log: Logger = {
-    info: (msg, fields) => lines.push({ level: 'info', msg, fields }),
-    warn: (msg, fields) => lines.push({ level: 'warn', msg, fields }),
-    error: (msg, fields) => lines.push({ level: 'error', msg, fields }),
-  };
-  return { log, lines };
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 8_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
-/**
- * Limits count per wall-clock minute: a test that fills a window and expects the next request to
- * be refused starts clear of a window's end, so the window cannot change under it.
- */
-async function clearOfWindowEnd(needMs = 5_000): Promise<void> {
-  const intoMinute = Date.now() % 60_000;
-  if (60_000 - intoMinute < needMs) await sleep(60_000 - intoMinute + 100);
-}
 
 /** A request and how long it took. */
 async function timed<T>(request: () => Promise<T>): Promise<{ res: T; ms: number }> {

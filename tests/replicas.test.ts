@@ -5,6 +5,7 @@ import { childEnv, type StartedServer, startHost } from './support/process.ts';
 import { startReceiver } from './support/receiver.ts';
 import { freePort, redisServerAvailable, type TestRedisServer, testRedisServer } from './support/redis-server.ts';
 import { createChildVia, seedPartner } from './support/seed.ts';
+import { clearOfWindowEnd, sleep, until as waitUntil } from './support/wait.ts';
 
 /**
  * Issue 15 §4: two Node servers on one Postgres database, their schedulers on, sharing a Redis — as
@@ -19,14 +20,8 @@ const why = run ? '' : ' (skipped: needs DATABASE_URL and redis-server)';
 const SWEEP_SECRET = 'a-replica-sweep-secret-of-at-least-thirty-two-chars';
 const LIMIT = 40;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+/** Replicas' work takes seconds: waited for longer, and polled less often, than the default. */
+const until = (what: string, check: () => Promise<boolean>, timeoutMs = 30_000) => waitUntil(what, check, { timeoutMs, everyMs: 100 });
 
 describe.skipIf(!run)(`two replicas on one database${why}`, () => {
   let env: TestEnv;
@@ -168,8 +163,7 @@ describe.skipIf(!run)(`two replicas on one database${why}`, () => {
 
     // The rate limit: one count in Redis, whichever replica answers.
     const limited = await seedPartner(env.deps, { name: 'Limited partner' });
-    const intoMinute = Date.now() % 60_000;
-    if (60_000 - intoMinute < 10_000) await sleep(60_000 - intoMinute + 100);
+    await clearOfWindowEnd(10_000);
     const statuses = await Promise.all(
       Array.from({ length: LIMIT + 20 }, (_, i) =>
         fetch(`${base(i)}/partner-list-children`, { headers: { 'x-access-key': limited.key } }).then((r) => r.status),

@@ -5,7 +5,6 @@ import {
   grantCredits,
   type IpProvider,
   isWellFormedApiKey,
-  type Logger,
   randomBase62,
   sweepWebhookDeliveries,
   workTrackerQueue,
@@ -15,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, fn, type Json, TEST_SECRET, type TestEnv } from './support/app.ts';
 import { createIcpVia, type IcpAccount, icpAction, seedIcpAccount } from './support/icps.ts';
 import { realIpDeps } from './support/ip.ts';
+import { capturingLogger } from './support/log.ts';
 import { startReceiver } from './support/receiver.ts';
 import { createChildVia, seedDirectKey, seedPartner } from './support/seed.ts';
 import { refusalProbe } from './support/snapshot.ts';
@@ -263,12 +263,7 @@ describe('text fields keep exactly what was sent', () => {
 
 describe('what the logs never hold', () => {
   const EU_VISITOR = '194.39.131.1'; // Germany, in the shipped country data
-  const lines: string[] = [];
-  const capture: Logger = {
-    info: (msg, fields) => lines.push(JSON.stringify({ level: 'info', msg, ...fields })),
-    warn: (msg, fields) => lines.push(JSON.stringify({ level: 'warn', msg, ...fields })),
-    error: (msg, fields) => lines.push(JSON.stringify({ level: 'error', msg, ...fields })),
-  };
+  const { log: capture, lines } = capturingLogger();
   // A provider that fails the way an HTTP client does, naming the address in its message.
   const failing: IpProvider = {
     name: 'failing',
@@ -328,7 +323,7 @@ describe('what the logs never hold', () => {
     await logged.settle();
 
     // The paths above did log (so the search below reads something), and none of it is a secret.
-    const log = lines.join('\n');
+    const log = lines.map((l) => JSON.stringify(l)).join('\n');
     expect(log).toMatch(/unhandled error/);
     expect(receiver.received.length).toBeGreaterThan(0);
     for (const secret of [partner.key, child.child.key, newKey, childSecret, partnerSecret, EU_VISITOR, TEST_SECRET]) {

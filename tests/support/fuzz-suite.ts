@@ -6,6 +6,7 @@ import { type FuzzRequest, type FuzzWorld, requestsTo } from './fuzz.ts';
 import { seedIcpAccount } from './icps.ts';
 import { realIpDeps } from './ip.ts';
 import { openapiDocument } from './openapi-check.ts';
+import { actsAsUser, isPartnerRoute } from './routes.ts';
 import { seedDirectKey, seedPartner } from './seed.ts';
 import { refusalProbe } from './snapshot.ts';
 import { trackedChild } from './tracker.ts';
@@ -92,7 +93,7 @@ export function describeFuzz(functions: FunctionDefinition[]): void {
    * (rotated, released, revoked) does not leave it only ids that no longer answer.
    */
   async function worldFor(def: FunctionDefinition): Promise<FuzzWorld> {
-    if ([policies.partnerAction, policies.partnerRead, policies.partnerPoolRead].includes(def.policy)) {
+    if (isPartnerRoute(def)) {
       const child = await trackedChild(env, partnerKey);
       const own = await seedDirectKey(env.deps, partnerAccountId);
       const events = await env.db<{ id: string }>`select id from events order by created_at desc limit 4`;
@@ -102,7 +103,7 @@ export function describeFuzz(functions: FunctionDefinition[]): void {
         keys: [partnerKey, ...common.keys],
       };
     }
-    if ([policies.connectedUser, policies.idempotentConnectedUser].includes(def.policy)) return { ...common, keys: [userKey, ...common.keys] };
+    if (actsAsUser(def)) return { ...common, keys: [userKey, ...common.keys] };
     if ([policies.accountKey, policies.trackerOwner].includes(def.policy)) return { ...common, keys: [accountKey, ...common.keys] };
     return common;
   }
@@ -127,6 +128,7 @@ export function describeFuzz(functions: FunctionDefinition[]): void {
   describe.each(functions.map((f) => [f.name, f] as const))('%s', (_name, def) => {
     it(`answers ${RUNS} generated requests without a 5xx; a refusal is a 4xx envelope and changes nothing`, async () => {
       const world = await worldFor(def);
+      const seed = seedFor(def.name);
       let before = await reading();
       const seen = new Map<number, number>();
       await fc.assert(
@@ -149,7 +151,7 @@ export function describeFuzz(functions: FunctionDefinition[]): void {
             before = await reading();
           }
         }),
-        { numRuns: RUNS, endOnFailure: true, ...(seedFor(def.name) !== undefined ? { seed: seedFor(def.name) } : {}) },
+        { numRuns: RUNS, endOnFailure: true, ...(seed !== undefined ? { seed } : {}) },
       );
       // The generator reaches past the door: some requests are refused, and some are answered past
       // the credential and method checks and the first validation.
