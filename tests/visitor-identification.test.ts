@@ -3,6 +3,7 @@ import { verifyWebhook } from '@sightline/webhook-verify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdentificationSettler } from '../packages/core/src/tracker/settle-identifications.ts';
 import { createTestEnv, fn, type TestEnv } from './support/app.ts';
+import { countingStatements } from './support/counting-db.ts';
 import { usingPostgres } from './support/db.ts';
 import { eventsOf, names } from './support/events.ts';
 import { realIpDeps, tableProvider } from './support/ip.ts';
@@ -293,6 +294,82 @@ describe('identification uses one ID per business identification', () => {
     } finally {
       await kicked.close();
     }
+  });
+});
+
+describe('one claim, one read', () => {
+  const BERLIN = (n: number) => `194.39.131.${n}`;
+
+  it('queues each visitor of a claim holding several keys in its own key’s period', async () => {
+    const [a, b] = [await child(), await child()];
+    await env.db`update child_subscriptions set current_period_start = now() - interval '3 days', current_period_end = now() + interval '27 days'
+                 where api_key_id = ${b.apiKeyId}`;
+    for (const n of [40, 41]) await visit(a, APPLE(n));
+    for (const n of [42, 43]) await visit(b, APPLE(n));
+    expect((await aggregateTrackerEvents({ ctx: env.deps, input: {} })).claims).toBe(1);
+    const rows = await env.db<{ key: string; queued: string; period: string }>`
+      select i.api_key_id as key, i.period_start::text as queued, s.current_period_start::text as period
+      from identifications i join child_subscriptions s on s.api_key_id = i.api_key_id
+      where i.website_id in (${a.websiteId}, ${b.websiteId})`;
+    expect(rows).toHaveLength(4);
+    for (const r of rows) expect(r.queued).toBe(r.period);
+    expect(new Set(rows.map((r) => r.queued)).size).toBe(2);
+  });
+
+  it('answers from the account’s stored tracker results, read for the whole claim in one statement, and asks no provider for them', async () => {
+    const site = await child();
+    const [key] = await env.db<{ account_id: string }>`select account_id from api_keys where id = ${site.apiKeyId}`;
+    const stored = (domain: string) =>
+      JSON.stringify({
+        ip: '',
+        identified: true,
+        traffic_type: 'business',
+        domain,
+        company_name: `${domain} GmbH`,
+        confidence: 0.9,
+        reason: 'stored',
+        vpn_provider: null,
+        country_code: 'DE',
+      });
+    // Stored for this account: one live result, one expired; another account's result for a third address.
+    await env.db`
+      insert into ip_cache (account_id, operation, ip, result, created_at, expires_at) values
+        (${key?.account_id ?? ''}, 'tracker', ${BERLIN(20)}::inet, ${stored('kept.example')}::text::jsonb, now(), now() + interval '1 day'),
+        (${key?.account_id ?? ''}, 'tracker', ${BERLIN(21)}::inet, ${stored('expired.example')}::text::jsonb, now() - interval '8 days', now() - interval '1 day'),
+        (${partner.account_id}, 'tracker', ${BERLIN(22)}::inet, ${stored('other-account.example')}::text::jsonb, now(), now() + interval '1 day')`;
+    for (const n of [20, 21, 22]) await visit(site, BERLIN(n));
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    const asked = sap.calls.length;
+    const { ctx, seen } = countingStatements(env.deps, ['ip_cache']);
+    const report = await identifyVisitors({ ctx, input: {} });
+    expect(report.claims).toBe(1);
+    expect(seen.ip_cache).toBe(1);
+    expect(await identification(site, BERLIN(20))).toEqual([expect.objectContaining({ status: 'identified', domain: 'kept.example' })]);
+    // The expired result and the other account's are not this account's answer: the providers were asked (and did not know them).
+    expect(sap.calls.slice(asked).sort()).toEqual([BERLIN(21), BERLIN(22)]);
+    expect(await identification(site, BERLIN(21))).toEqual([expect.objectContaining({ status: 'failed' })]);
+    expect(await identification(site, BERLIN(22))).toEqual([expect.objectContaining({ status: 'failed' })]);
+  });
+
+  it('stops at a claim short of a full batch', async () => {
+    const site = await child();
+    for (const n of [50, 51, 52]) await visit(site, APPLE(n));
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    const { ctx, seen } = countingStatements(env.deps, ['sl_claim_identifications']);
+    expect(await identifyVisitors({ ctx, input: { batchSize: 2 } })).toMatchObject({ identified: 3, claims: 2 });
+    expect(seen.sl_claim_identifications).toBe(2);
+  });
+
+  it('asks once per claim and key whether the key can use an ID, before the first paid lookup', async () => {
+    const [a, b] = [await child(), await child()];
+    for (const n of [30, 31, 32]) await visit(a, BERLIN(n));
+    for (const n of [33, 34]) await visit(b, BERLIN(n));
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    const { ctx, seen } = countingStatements(env.deps, ['sl_can_identify']);
+    const report = await identifyVisitors({ ctx, input: {} });
+    expect(report.claims).toBe(1);
+    expect(report.failed).toBe(5);
+    expect(seen.sl_can_identify).toBe(2);
   });
 });
 

@@ -4,6 +4,7 @@ import { forbiddenAddressClass, parseIp } from '../net/ip.ts';
 import { levelOf, unidentified } from './consensus.ts';
 import type { LocalAnswer, LocalIpData } from './local-data.ts';
 import type { RecentResults } from './recent-results.ts';
+import { readStoredResult, type StoredResult } from './stored-results.ts';
 import type { ConsensusResult, EnrichmentProvider, IpProvider, PersonMatcher, ProviderAnswer, TrafficType } from './types.ts';
 
 /** What the identification waterfall needs, assembled at the entry point. */
@@ -107,6 +108,11 @@ export interface ResolveIpInput {
    * (402) when the caller cannot pay for what the lookup may cost.
    */
   beforePaidLookup(): Promise<void>;
+  /**
+   * The account's stored result for the address, when the caller has read it already (the tracker
+   * worker reads a whole claim's in one statement); null when none is stored. Left out, it is read here.
+   */
+  stored?: StoredResult | null;
   /** Context for ip-to-best-fit's deeper enrichment of an unresolved IP. */
   enrich?: { website?: string | undefined; description?: string | undefined } | undefined;
 }
@@ -159,11 +165,8 @@ export async function resolveIp({ ctx, input }: VerbArgs<ResolveIpInput>): Promi
   const shared = await ipDeps.sharedResults?.get(cacheKey).catch(() => null);
   const entry = shared ? sharedEntry(shared) : null;
   if (entry && entry.expires_at > Date.now()) return { source: 'cache', verdict: rememberResult(ipDeps, cacheKey, entry.result, entry.expires_at) };
-  // The remaining lifetime in the database's clock, turned into an expiry in ours: no clock skew.
-  const [stored] = await ctx.db<{ result: string; ttl_ms: number }>`
-    select result::text as result, (extract(epoch from (expires_at - now())) * 1000)::float8 as ttl_ms from ip_cache
-    where account_id = ${input.accountId} and operation = ${input.operation} and ip = ${ip}::inet and expires_at > now()`;
-  if (stored) return { source: 'cache', verdict: rememberResult(ipDeps, cacheKey, JSON.parse(stored.result) as Verdict, Date.now() + stored.ttl_ms) };
+  const stored = input.stored !== undefined ? input.stored : await readStoredResult(ctx, input.accountId, input.operation, ip);
+  if (stored) return { source: 'cache', verdict: rememberResult(ipDeps, cacheKey, stored.result, Date.now() + stored.ttlMs) };
 
   // One call for the local answer and the country (an IPv4 address is one table search).
   const local = ipDeps.data().facts(ip, ipDeps.countryOf);

@@ -1,6 +1,7 @@
 import type { CoreDeps, VerbArgs } from '../context.ts';
 import { kickIcpScoring } from '../icp/score-identifications.ts';
 import { type Resolution, resolveIp, type Verdict } from '../ip/resolve-ip.ts';
+import { readStoredResults, type StoredResult } from '../ip/stored-results.ts';
 import type { PersonMatch } from '../ip/types.ts';
 import { runAutoReload } from '../ledger/run-auto-reload.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
@@ -82,13 +83,20 @@ async function personFor(ctx: CoreDeps, v: Verdict): Promise<PersonMatch | null>
   }
 }
 
-async function identifyOne(
-  ctx: CoreDeps,
-  settle: (item: SettleItem) => Promise<Settled>,
-  row: Claimed,
-  report: IdentificationReport,
-  partners: Set<string>,
-): Promise<void> {
+/** What the identifications of one claim share. */
+interface Claim {
+  settle: (item: SettleItem) => Promise<Settled>;
+  /** The account's stored results for the claim's addresses, by identification id (one statement for the claim). */
+  stored: Map<string, StoredResult>;
+  /** Whether a key can use an ID, asked once per claim and key (sl_can_identify). */
+  canPay: (apiKeyId: string) => Promise<boolean>;
+  report: IdentificationReport;
+  /** Partners whose new events the claim's end dispatches. */
+  partners: Set<string>;
+}
+
+async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<void> {
+  const { settle, report, partners } = claim;
   if (row.key_status !== 'active') {
     await ctx.db`select sl_drop_identification(${row.id}::uuid)`;
     report.dropped++;
@@ -96,12 +104,12 @@ async function identifyOne(
   }
   let resolution: Resolution;
   try {
-    // Paid in IDs: a key that could not use one now costs no provider calls.
+    // Paid in IDs: a key that could not use one when its claim was worked costs no provider calls.
     const beforePaidLookup = async () => {
-      const [can] = await ctx.db<{ ok: boolean }>`select sl_can_identify(${row.api_key_id}::uuid) as ok`;
-      if (!can?.ok) throw new CannotPay();
+      if (!(await claim.canPay(row.api_key_id))) throw new CannotPay();
     };
-    resolution = await resolveIp({ ctx, input: { ip: row.ip, accountId: row.account_id, operation: 'tracker', beforePaidLookup } });
+    const stored = claim.stored.get(row.id) ?? null;
+    resolution = await resolveIp({ ctx, input: { ip: row.ip, accountId: row.account_id, operation: 'tracker', beforePaidLookup, stored } });
   } catch (err) {
     if (err instanceof CannotPay) {
       await ctx.db`select sl_drop_identification(${row.id}::uuid)`;
@@ -142,7 +150,7 @@ async function identifyOne(
  * else uses nothing. One tracker key's settles that are ready together share one transaction
  * (settle-identifications.ts). Claims are bounded, leased and taken with SKIP LOCKED, so replicas
  * and the scheduled function share the work; a claim whose worker died is taken over when its
- * lease runs out, and settling twice is a no-op. Runs until nothing waits, or `maxClaims`.
+ * lease runs out, and settling twice is a no-op. Runs until a claim comes back short of a full batch, or `maxClaims`.
  */
 export async function identifyVisitors({
   ctx,
@@ -157,21 +165,43 @@ export async function identifyVisitors({
     ctx = { ...ctx, ip };
   }
   const settle = createIdentificationSettler(ctx);
+  const batchSize = input.batchSize ?? IDENTIFICATIONS_PER_CLAIM;
   for (let i = 0; i < (input.maxClaims ?? 100); i++) {
     const claimed = await ctx.db<Claimed>`
-      select * from sl_claim_identifications(${input.batchSize ?? IDENTIFICATIONS_PER_CLAIM}, ${input.leaseMs ?? LEASE_MS})`;
+      select * from sl_claim_identifications(${batchSize}, ${input.leaseMs ?? LEASE_MS})`;
     if (!claimed.length) break;
     report.claims++;
-    const partners = new Set<string>();
+    const payable = new Map<string, Promise<boolean>>();
+    const claim: Claim = {
+      settle,
+      report,
+      partners: new Set<string>(),
+      // One statement for the claim's cached results, not one per visitor.
+      stored: await readStoredResults(
+        ctx,
+        'tracker',
+        claimed.map((r) => ({ key: r.id, accountId: r.account_id, ip: r.ip })),
+      ),
+      canPay(apiKeyId) {
+        let can = payable.get(apiKeyId);
+        if (!can) {
+          can = ctx.db<{ ok: boolean }>`select sl_can_identify(${apiKeyId}::uuid) as ok`.then(([r]) => r?.ok === true);
+          payable.set(apiKeyId, can);
+        }
+        return can;
+      },
+    };
     let next = 0;
     const lane = async () => {
       while (next < claimed.length) {
         const row = claimed[next++] as Claimed;
-        await identifyOne(ctx, settle, row, report, partners);
+        await identifyOne(ctx, claim, row);
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, claimed.length) }, lane));
-    for (const partnerAccountId of partners) ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId } }));
+    for (const partnerAccountId of claim.partners) ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId } }));
+    // A short claim took all that was claimable: what is queued meanwhile is the next run's.
+    if (claimed.length < batchSize) break;
   }
   // New identifications are scored against their account's active ICPs at once, not at the next sweep.
   if (report.identified > 0) kickIcpScoring(ctx);
