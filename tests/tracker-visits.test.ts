@@ -1,10 +1,12 @@
-import { aggregateTrackerEvents, connectPostgres, createCoreDeps, createKeyring, silentLogger } from '@sightline/core';
+import { type AggregationReport, aggregateTrackerEvents, connectPostgres, createCoreDeps, createKeyring, silentLogger } from '@sightline/core';
 import { createNodeWebhookTransport } from '@sightline/host';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, fn, TEST_SECRET, type TestEnv } from './support/app.ts';
+import { countingStatements } from './support/counting-db.ts';
 import { usingPostgres } from './support/db.ts';
 import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
+import { until } from './support/wait.ts';
 
 /**
  * Visits, as the worker aggregates them from tracker events: one visitor per address and website,
@@ -124,6 +126,26 @@ describe('visits', () => {
     expect((await aggregateTrackerEvents({ ctx: env.deps, input: {} })).applied).toBe(0);
     expect((await visitor('203.0.113.25'))?.pages_viewed).toBe(1);
   });
+
+  it('stops at a claim short of a full batch: what arrives after it is the next run’s', async () => {
+    for (const n of [1, 2, 3]) await beacon(page('/short', `short-${n}`), `203.0.113.${90 + n}`);
+    const { ctx, seen } = countingStatements(env.deps, ['sl_aggregate_tracker_events']);
+    expect(await aggregateTrackerEvents({ ctx, input: { batchSize: 2 } })).toEqual({ applied: 3, claims: 2 });
+    expect(seen.sl_aggregate_tracker_events).toBe(2);
+  });
+
+  it('commits a claim without waiting for its WAL flush, and no other transaction', async () => {
+    await beacon(page('/async', 'async'), '203.0.113.90');
+    const inClaim = await env.db.begin(async (tx) => {
+      const [{ applied }] = (await tx`select sl_aggregate_tracker_events(500) as applied`) as unknown as [{ applied: number }];
+      const [{ s }] = (await tx`select current_setting('synchronous_commit') as s`) as unknown as [{ s: string }];
+      return { applied, s };
+    });
+    expect(inClaim).toEqual({ applied: 1, s: 'off' });
+    const [after] = await env.db<{ s: string }>`select current_setting('synchronous_commit') as s`;
+    expect(after?.s).toBe('on');
+    expect((await visitor('203.0.113.90'))?.pages_viewed).toBe(1);
+  });
 });
 
 /** A second replica's worker: its own connection pool on the same database. */
@@ -188,11 +210,25 @@ describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
     const ips = Array.from({ length: 40 }, (_, i) => `198.51.100.${i + 1}`);
     for (const ip of ips) for (let p = 0; p < 5; p++) await beacon(page(`/p${p}`, `s-${ip}`), ip);
     const other = await otherWorker();
+    const holder = postgres(env.url ?? '', { max: 1, onnotice: () => {} });
     try {
-      const [a, b] = await Promise.all([
-        aggregateTrackerEvents({ ctx: env.deps, input: { batchSize: 7 } }),
-        aggregateTrackerEvents({ ctx: other, input: { batchSize: 7 } }),
-      ]);
+      // Left to the clock, one worker can drain all 200 before the other's first claim (its pool
+      // still connecting on a slow machine). Both first claims wait on this lock, each holding
+      // events of its own, so both take part on any machine; the rest is theirs to share.
+      let run: Promise<AggregationReport[]> = Promise.resolve([]);
+      await holder.begin(async (tx) => {
+        await tx`lock table visitors in share mode`;
+        run = Promise.all([
+          aggregateTrackerEvents({ ctx: env.deps, input: { batchSize: 7 } }),
+          aggregateTrackerEvents({ ctx: other, input: { batchSize: 7 } }),
+        ]);
+        await until('both workers to wait on the visitors lock with a claim each', async () => {
+          const [w] = await env.db<{ n: number }>`
+            select count(*)::int as n from pg_locks where relation = 'visitors'::regclass and not granted`;
+          return (w?.n ?? 0) >= 2;
+        });
+      });
+      const [a = { applied: 0 }, b = { applied: 0 }] = await run;
       expect(a.applied + b.applied).toBe(200);
       expect(a.applied).toBeGreaterThan(0);
       expect(b.applied).toBeGreaterThan(0);
@@ -201,6 +237,7 @@ describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
         where website_id = ${site.website_id} and ip << '198.51.100.0/24'::inet`;
       expect(sum).toEqual({ pages: 200, visits: 40 });
     } finally {
+      await holder.end({ timeout: 1 }).catch(() => {});
       await other.db.close();
     }
   });

@@ -34,8 +34,18 @@ export function createBackgroundRunner(log: Logger, handOff?: (p: Promise<unknow
  * EdgeRuntime.waitUntil), so its work is done within moments rather than at the next sweep. One
  * run per process at a time: kicks during a run ask for one more run, so a burst of requests costs a
  * few runs, not one each. A run that dies leaves its leased claims to the sweep.
+ *
+ * `minIntervalMs` spaces the runs a steady stream of kicks asks for: the next one starts no sooner
+ * than that after the last one started. A lone kick still runs at once; under load the work that
+ * arrives meanwhile is taken in one larger run instead of many small ones, each with its own
+ * statements and commit.
  */
-export function coalescedKick(name: string, run: (ctx: CoreDeps) => Promise<unknown>): (ctx: CoreDeps) => void {
+export function coalescedKick(
+  name: string,
+  run: (ctx: CoreDeps) => Promise<unknown>,
+  opts: { minIntervalMs?: number } = {},
+): (ctx: CoreDeps) => void {
+  const spacing = opts.minIntervalMs ?? 0;
   const running = new WeakMap<CoreDeps, { again: boolean }>();
   return (ctx) => {
     const state = running.get(ctx);
@@ -47,10 +57,14 @@ export function coalescedKick(name: string, run: (ctx: CoreDeps) => Promise<unkn
     running.set(ctx, mine);
     ctx.background(name, async () => {
       try {
-        do {
+        for (;;) {
           mine.again = false;
+          const started = Date.now();
           await run(ctx);
-        } while (mine.again);
+          if (!mine.again) break;
+          const wait = spacing - (Date.now() - started);
+          if (wait > 0) await new Promise((resume) => setTimeout(resume, wait));
+        }
       } finally {
         running.delete(ctx);
       }
