@@ -51,6 +51,27 @@ export const IP_DATA_CHANGED_CHANNEL = 'sl_ip_data_changed';
  * read can be missed, and reloads whenever its listening connection comes back (notifications sent
  * while it was away are lost).
  */
+/** Attempts at the first read of the layers before the load gives up: about a minute in all. */
+const FIRST_READ_ATTEMPTS = 15;
+
+/**
+ * The first read of what the data needs from Postgres, retried while the database is away for a
+ * moment (a restart or failover while a server loads its data in the background, seconds after it
+ * started): the files are read by then, so waiting is cheap, and stopping the server for it was
+ * not (found by tests/database-outage). A failure that lasts past the attempts still fails the load.
+ */
+async function firstRead<T>(log: Logger, what: string, read: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (attempt >= FIRST_READ_ATTEMPTS) throw err;
+      log.warn(`local IP data: ${what} failed; retrying`, { attempt, error: err instanceof Error ? err.message : String(err) });
+      await new Promise((resume) => setTimeout(resume, Math.min(250 * 2 ** attempt, 5_000)));
+    }
+  }
+}
+
 export async function createIpStore(db: Database, log: Logger, base: AsnBase, { follow = true }: IpStoreOptions = {}): Promise<IpStore> {
   const started = performance.now();
   let current: LocalIpData | undefined;
@@ -87,13 +108,15 @@ export async function createIpStore(db: Database, log: Logger, base: AsnBase, { 
   };
   let listening = false;
   const listener = follow
-    ? await db.listen(IP_DATA_CHANGED_CHANNEL, onChange, () => {
-        // The first call is the initial LISTEN, before the first read; later ones are reconnects.
-        if (listening) onChange();
-        listening = true;
-      })
+    ? await firstRead(log, 'LISTEN for changes', () =>
+        db.listen(IP_DATA_CHANGED_CHANNEL, onChange, () => {
+          // The first call is the initial LISTEN, before the first read; later ones are reconnects.
+          if (listening) onChange();
+          listening = true;
+        }),
+      )
     : undefined;
-  current = LocalIpData.fromBase(base, await readLayers(db));
+  current = LocalIpData.fromBase(base, await firstRead(log, 'reading the imported and learned ranges', () => readLayers(db)));
   if (missed) await reload();
   log.info('local IP data loaded', { ms: Math.round(performance.now() - started), ...current.stats });
   return {
