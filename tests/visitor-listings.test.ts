@@ -264,3 +264,108 @@ describe('identification-list', () => {
     expect((await env.app.request(`http://localhost/identification-list?website_id=${a.websiteId}`)).status).toBe(401);
   });
 });
+
+/** A Postgres array literal of uuids, as a parameter. */
+const uuids = (ids: string[]) => `{${ids.join(',')}}`;
+
+describe('list-visitors without a search, across trackers', () => {
+  /**
+   * The request without a search is answered from the newest rows of each tracker and of the key's
+   * lookups, merged (migration 0027), and its total counted apart. The oracle here is the listing's
+   * definition written plainly: every row of the window, deduplicated, sorted, sliced.
+   */
+  it('pages and counts exactly as the whole window sorted would: ties on last_seen, an address on several trackers, lookups a tracker saw', async () => {
+    const trackers = [await seedDirectKey(env.deps, partner.account_id), await seedDirectKey(env.deps, partner.account_id)];
+    const websites = [own.websiteId, ...trackers.map((t) => t.website_id)];
+    // 40 addresses per tracker from a pool of 30, so an address is on several trackers; last_seen from
+    // 6 values over 45 days, so rows tie; every fifth visitor not identified (never listed).
+    await env.db`
+      with src as (
+        select distinct on (w.id, ip) w.id as website_id, w.api_key_id, ip, g, last_seen
+        from unnest(${uuids(websites)}::uuid[]) with ordinality s (id, k)
+        join websites w on w.id = s.id
+        cross join generate_series(1, 40) g
+        cross join lateral (select '10.9.0.0'::inet + ((g * 7 + s.k * 13) % 30) as ip,
+                                   date_trunc('second', now()) - make_interval(days => ((g * 3 + s.k) % 6)::int * 9) as last_seen) x
+        order by w.id, ip, g
+      ), ids as (
+        insert into identifications (website_id, ip, api_key_id, period_start, status, created_at, identified_at, identification_type,
+                                     traffic_type, reason, confidence, country, domain, company_name)
+        select website_id, ip, api_key_id, date_trunc('month', now()), 'identified', last_seen, last_seen, 'company',
+               'business', 'test', 0.8, 'US', 'listed' || g || '.example', 'Listed ' || g
+        from src where g % 5 <> 0
+        returning id, website_id, ip
+      )
+      insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, visit_count, pages_viewed, identification_id, identified_count)
+      select s.website_id, s.ip, s.api_key_id, s.last_seen - interval '1 hour', s.last_seen, 1, 1, ids.id, case when ids.id is null then 0 else 1 end
+      from src s left join ids on ids.website_id = s.website_id and ids.ip = s.ip
+      -- Stored out of address order, so rows that tie on last_seen are not in the page's order by chance.
+      order by md5(host(s.ip))`;
+    // The master key's own lookups: half of them addresses the trackers saw, at tying times too.
+    await env.db`
+      insert into api_lookups (api_key_id, ip, first_seen, last_seen, lookup_count, domain, company_name, confidence, country, label_id)
+      select ${partner.api_key_id}, '10.9.0.0'::inet + (g * 2), ls, ls, 1, 'looked' || g || '.example', 'Looked ' || g, 0.7, 'US',
+             sl_search_label('looked ' || g)
+      from generate_series(0, 29) g,
+           lateral (select date_trunc('second', now()) - make_interval(days => (g % 13) * 4) as ls) t`;
+
+    const domainOf = new Map<string, string>();
+    for (const w of await env.db<{ id: string; domain: string }>`select id, domain from websites where id = any(${uuids(websites)}::uuid[])`) {
+      domainOf.set(w.id, w.domain);
+    }
+    const expected = async (since: Date, source: string, site: string | null) => {
+      const sites = websites.filter((w) => site === null || domainOf.get(w) === site);
+      const rows = await env.db<{ ip: string; website_id: string | null; src: string }>`
+        with t as (
+          select website_id, ip, last_seen from visitors
+          where ${source !== 'api'} and website_id = any(${uuids(sites)}::uuid[]) and identification_id is not null and last_seen >= ${since}
+        ), m as (
+          select website_id, ip, last_seen, 'tracker' as src from t
+          union all
+          select null, ip, last_seen, 'api' from api_lookups a
+          where ${source !== 'tracker'} and api_key_id = ${partner.api_key_id} and last_seen >= ${since}
+            and not exists (select 1 from t where t.ip = a.ip)
+        )
+        select host(m.ip) as ip, m.website_id, m.src from m order by m.last_seen desc, m.ip, m.website_id nulls last`;
+      return rows.map((r) => `${r.src} ${r.ip} ${r.website_id ? domainOf.get(r.website_id) : null}`);
+    };
+
+    let compared = 0;
+    for (const days of [10, 30, 60]) {
+      const since = new Date(Date.now() - days * 86_400_000);
+      for (const source of ['all', 'tracker', 'api']) {
+        for (const site of [null, domainOf.get(websites[1] as string) as string]) {
+          const all = await expected(since, source, site);
+          for (const [limit, offset] of [
+            [100, 0],
+            [7, 0],
+            [7, 14],
+            [5, 61],
+            [3, Math.max(0, all.length - 2)],
+          ] as const) {
+            const query: Record<string, string> = { since: since.toISOString(), source, limit: String(limit), offset: String(offset) };
+            if (site) query.tracker_site = site;
+            const res = await list(partner.key, query);
+            expect(res.status, JSON.stringify(query)).toBe(200);
+            const body = ListVisitorsResponse.parse(res.body);
+            const got = body.visitors.map((r) => `${r.source} ${r.ip} ${r.tracker_site}`);
+            expect({ total: body.total, rows: got }, JSON.stringify(query)).toEqual({
+              total: all.length,
+              rows: all.slice(offset, offset + limit),
+            });
+            compared++;
+          }
+        }
+      }
+    }
+    expect(compared).toBe(90);
+    // The data has what the test is about: an address on more than one tracker, and ties.
+    const [shape] = await env.db<{ shared: number; ties: number }>`
+      select (select count(*)::int from (select ip from visitors where website_id = any(${uuids(websites)}::uuid[]) and identification_id is not null
+                                          group by ip having count(*) > 1) x) as shared,
+             (select count(*)::int from (select last_seen from visitors where website_id = any(${uuids(websites)}::uuid[])
+                                          group by last_seen having count(*) > 1) y) as ties`;
+    expect(shape?.shared).toBeGreaterThan(5);
+    expect(shape?.ties).toBeGreaterThan(5);
+  });
+});

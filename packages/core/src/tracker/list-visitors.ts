@@ -110,8 +110,10 @@ const ADDRESS_START = /^[0-9a-f.:]+$/i;
  * `search` matches a row whose label (display name, company, domain) contains the term, or whose
  * address starts with it. Names go through the label dictionary (migration 0011): the labels that
  * contain the term are found by their trigram index, then the rows that carry them by a btree, so
- * a search costs what it finds, not what the table holds. The query is one SQL function,
- * sl_list_visitors (migration 0013), which also writes the rows as JSON.
+ * a search costs what it finds, not what the table holds. Without a search the page is taken from
+ * the newest rows of each tracker and of the key's lookups, and the total counted by index, so the
+ * default view reads what its page shows plus one count (migration 0027). The query is one SQL
+ * function, sl_list_visitors (migrations 0013 and 0027), which also writes the rows as JSON.
  */
 export async function listVisitors({ ctx, input }: VerbArgs<ListVisitorsInput & { key: KeyRecord }>): Promise<VisitorsPageText> {
   const site = input.tracker_site === undefined ? null : normaliseTrackerDomain(input.tracker_site, 'tracker_site');
