@@ -59,7 +59,7 @@ declare
   v_total integer;
   v_page sl_listed_visitor[];
   -- A part's rows that can reach the page: the page's own, and those the offset skips.
-  v_reach integer := p_limit + p_offset;
+  v_reach bigint := p_limit::bigint + p_offset;
 begin
   -- The account's trackers, their domains at the same positions (read here once, not once per row).
   select coalesce(array_agg(w.id), '{}'), coalesce(array_agg(w.domain), '{}'),
@@ -74,7 +74,7 @@ begin
             where p_trackers and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since)
          + (select count(*) from api_lookups a
             where p_api and a.api_key_id = p_api_key_id and a.last_seen >= p_since
-              and not (p_trackers and exists (
+              and (p_trackers is not true or not exists (
                 select 1 from visitors v
                 where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since)))
       into v_total;
@@ -96,7 +96,7 @@ begin
                  null::bigint, null::boolean, null::integer, null::boolean, null::boolean, null::text
           from api_lookups a
           where p_api and a.api_key_id = p_api_key_id and a.last_seen >= p_since
-            and not (p_trackers and exists (
+            and (p_trackers is not true or not exists (
               select 1 from visitors v
               where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since))
           order by a.last_seen desc, a.ip

@@ -277,15 +277,17 @@ describe('list-visitors without a search, across trackers', () => {
   it('pages and counts exactly as the whole window sorted would: ties on last_seen, an address on several trackers, lookups a tracker saw', async () => {
     const trackers = [await seedDirectKey(env.deps, partner.account_id), await seedDirectKey(env.deps, partner.account_id)];
     const websites = [own.websiteId, ...trackers.map((t) => t.website_id)];
-    // 40 addresses per tracker from a pool of 30, so an address is on several trackers; last_seen from
-    // 6 values over 45 days, so rows tie; every fifth visitor not identified (never listed).
+    // 40 addresses per tracker from a pool of 30 (a quarter of them IPv6), so an address is on several
+    // trackers; last_seen from 6 values over 45 days, so rows tie; every fifth visitor not identified
+    // (never listed).
     await env.db`
       with src as (
         select distinct on (w.id, ip) w.id as website_id, w.api_key_id, ip, g, last_seen
         from unnest(${uuids(websites)}::uuid[]) with ordinality s (id, k)
         join websites w on w.id = s.id
         cross join generate_series(1, 40) g
-        cross join lateral (select '10.9.0.0'::inet + ((g * 7 + s.k * 13) % 30) as ip,
+        cross join lateral (select ((g * 7 + s.k * 13) % 30)::int as n) p
+        cross join lateral (select case when n % 4 = 0 then '2001:db8::'::inet else '10.9.0.0'::inet end + n as ip,
                                    date_trunc('second', now()) - make_interval(days => ((g * 3 + s.k) % 6)::int * 9) as last_seen) x
         order by w.id, ip, g
       ), ids as (
@@ -301,13 +303,16 @@ describe('list-visitors without a search, across trackers', () => {
       from src s left join ids on ids.website_id = s.website_id and ids.ip = s.ip
       -- Stored out of address order, so rows that tie on last_seen are not in the page's order by chance.
       order by md5(host(s.ip))`;
-    // The master key's own lookups: half of them addresses the trackers saw, at tying times too.
-    await env.db`
-      insert into api_lookups (api_key_id, ip, first_seen, last_seen, lookup_count, domain, company_name, confidence, country, label_id)
-      select ${partner.api_key_id}, '10.9.0.0'::inet + (g * 2), ls, ls, 1, 'looked' || g || '.example', 'Looked ' || g, 0.7, 'US',
-             sl_search_label('looked ' || g)
-      from generate_series(0, 29) g,
-           lateral (select date_trunc('second', now()) - make_interval(days => (g % 13) * 4) as ls) t`;
+    // The master key's own lookups, half of them addresses the trackers saw, at tying times too; and
+    // another key's lookups of the same addresses, which are not the master key's to list.
+    for (const key of [partner.api_key_id, trackers[0]?.api_key_id ?? '']) {
+      await env.db`
+        insert into api_lookups (api_key_id, ip, first_seen, last_seen, lookup_count, domain, company_name, confidence, country, label_id)
+        select ${key}, case when g % 2 = 0 then '2001:db8::'::inet else '10.9.0.0'::inet end + (g * 2), ls, ls, 1,
+               'looked' || g || '.example', 'Looked ' || g, 0.7, 'US', sl_search_label('looked ' || g)
+        from generate_series(0, 29) g,
+             lateral (select date_trunc('second', now()) - make_interval(days => (g % 13) * 4) as ls) t`;
+    }
 
     const domainOf = new Map<string, string>();
     for (const w of await env.db<{ id: string; domain: string }>`select id, domain from websites where id = any(${uuids(websites)}::uuid[])`) {
@@ -330,11 +335,13 @@ describe('list-visitors without a search, across trackers', () => {
       return rows.map((r) => `${r.src} ${r.ip} ${r.website_id ? domainOf.get(r.website_id) : null}`);
     };
 
+    // A since equal to a run of tied last_seen values: those rows are in the window.
+    const [edge] = await env.db<{ at: Date }>`
+      select max(last_seen) as at from visitors where website_id = any(${uuids(websites)}::uuid[]) and last_seen < now() - interval '10 days'`;
     let compared = 0;
-    for (const days of [10, 30, 60]) {
-      const since = new Date(Date.now() - days * 86_400_000);
+    for (const since of [10, 30, 60].map((days) => new Date(Date.now() - days * 86_400_000)).concat(edge?.at ?? new Date())) {
       for (const source of ['all', 'tracker', 'api']) {
-        for (const site of [null, domainOf.get(websites[1] as string) as string]) {
+        for (const site of [null, domainOf.get(websites[1] as string) as string, 'no-such-tracker.example']) {
           const all = await expected(since, source, site);
           for (const [limit, offset] of [
             [100, 0],
@@ -349,8 +356,9 @@ describe('list-visitors without a search, across trackers', () => {
             expect(res.status, JSON.stringify(query)).toBe(200);
             const body = ListVisitorsResponse.parse(res.body);
             const got = body.visitors.map((r) => `${r.source} ${r.ip} ${r.tracker_site}`);
-            expect({ total: body.total, rows: got }, JSON.stringify(query)).toEqual({
+            expect({ total: body.total, count: body.count, rows: got }, JSON.stringify(query)).toEqual({
               total: all.length,
+              count: got.length,
               rows: all.slice(offset, offset + limit),
             });
             compared++;
@@ -358,7 +366,7 @@ describe('list-visitors without a search, across trackers', () => {
         }
       }
     }
-    expect(compared).toBe(90);
+    expect(compared).toBe(180);
     // The data has what the test is about: an address on more than one tracker, and ties.
     const [shape] = await env.db<{ shared: number; ties: number }>`
       select (select count(*)::int from (select ip from visitors where website_id = any(${uuids(websites)}::uuid[]) and identification_id is not null
