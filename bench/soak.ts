@@ -27,7 +27,8 @@ import {
  * - every transfer answered 200 moved exactly one unit from the pool to the child, and no other did;
  * - every lookup answered is counted once in the account's usage.
  * Memory is flat when the last window's RSS is within 10% of the second's (the first warms the JIT,
- * the pools and the caches); the figure is reported beside the 150 MB the HTTP benches hold to.
+ * the pools and the caches); the figure is reported beside the 150 MB the HTTP benches hold to. The
+ * requests per second of the last window against the second's are reported the same way.
  */
 const UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:130.0) Gecko/20100101 Firefox/130.0';
 
@@ -168,6 +169,8 @@ export async function run(): Promise<void> {
           '',
         ].join('\n'),
       );
+      const windowRate = (which: (w: number) => boolean) =>
+        Math.round(results.filter((_, i) => which(Math.floor(i / 4))).reduce((n, r) => n + r.completed / r.seconds, 0));
       const warmed = rss[1] ?? Number.NaN;
       const last = rss.at(-1) ?? Number.NaN;
       const total = Object.values(lost).reduce((a, b) => a + b, 0);
@@ -179,6 +182,13 @@ export async function run(): Promise<void> {
           unit: `beacons ${lost.beacons}, transfers ${lost.transfers}, lookups ${lost.lookups}, charges ${lost.charges}, unanswered ${lost.unanswered}, non-2xx ${lost.other}`,
         }),
         figure('soak', 'events_per_second', { ours: Math.round(accepted / (windows * windowSeconds)), unit: 'events/s (reported)' }),
+        // Throughput that falls window after window is a cost that grows with the work done (the
+        // postgres.js queue once did: postgres-queue.ts): all four loops' requests, last vs second.
+        figure('soak', 'requests_per_second_last_vs_second_window', {
+          ours: windowRate((w) => w === windows - 1),
+          baseline: windowRate((w) => w === 1),
+          unit: 'req/s (reported)',
+        }),
       );
     } finally {
       await server.close();

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +26,13 @@ afterAll(async () => {
 });
 
 describe('the built host (npm run build && npm run serve)', () => {
+  it('bundles postgres.js with its queue replaced by postgres-queue.ts', async () => {
+    const map = JSON.parse(await readFile('packages/host/dist/main.mjs.map', 'utf8')) as { sources: string[] };
+    expect(map.sources.some((s) => s.endsWith('node_modules/postgres/src/connection.js'))).toBe(true);
+    expect(map.sources.some((s) => s.endsWith('packages/host/src/postgres-queue.ts') || s === '../src/postgres-queue.ts')).toBe(true);
+    expect(map.sources.filter((s) => s.endsWith('node_modules/postgres/src/queue.js'))).toEqual([]);
+  });
+
   it('serves the functions with the demo partner key it prints', async () => {
     const key = /\n {2}(sl_[0-9A-Za-z]{38})\n/.exec(server?.stdout() ?? '')?.[1];
     expect(key).toMatch(/^sl_/);

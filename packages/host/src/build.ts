@@ -1,15 +1,28 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 
 /**
  * `npm run build`: the Node host as plain JavaScript, for production. `npm start` runs the sources
  * through tsx, whose loader thread and on-the-fly compilation cost about 40 MB of memory and a
  * slower start; `npm run serve` runs this output with plain `node`. Our own packages are bundled in
- * (they are TypeScript); every npm dependency stays an ordinary import from node_modules.
+ * (they are TypeScript); every npm dependency stays an ordinary import from node_modules, except
+ * postgres.js, bundled with its queue replaced (postgres-queue.ts says why).
  */
 export const DIST_DIR = fileURLToPath(new URL('../dist/', import.meta.url));
 const REPO_ROOT = new URL('../../../', import.meta.url);
+
+const POSTGRES_QUEUE = fileURLToPath(new URL('./postgres-queue.ts', import.meta.url));
+
+/** postgres.js's `./queue.js`, imported by its pool and its connections, becomes postgres-queue.ts. */
+const postgresQueue: Plugin = {
+  name: 'postgres-queue',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/queue\.js$/ }, (args) =>
+      /[\\/]node_modules[\\/]postgres[\\/]src[\\/]/.test(args.importer) ? { path: POSTGRES_QUEUE } : undefined,
+    );
+  },
+};
 
 export async function buildHost(
   entries: Record<string, string> = { main: 'packages/host/src/main.ts', admin: 'packages/host/src/admin.ts' },
@@ -19,7 +32,9 @@ export async function buildHost(
     dependencies?: Record<string, string>;
     devDependencies?: Record<string, string>;
   };
-  const external = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).flatMap((name) => [name, `${name}/*`]);
+  const external = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies })
+    .filter((name) => name !== 'postgres')
+    .flatMap((name) => [name, `${name}/*`]);
   const root = fileURLToPath(REPO_ROOT);
   const result = await build({
     absWorkingDir: root,
@@ -34,6 +49,7 @@ export async function buildHost(
     sourcemap: 'linked',
     metafile: true,
     logLevel: 'warning',
+    plugins: [postgresQueue],
   });
   return Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.mjs'));
 }
