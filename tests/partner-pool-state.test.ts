@@ -1,5 +1,7 @@
+import { getPoolState, type PartnerCaller } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { countingStatements } from './support/counting-db.ts';
 import { seedPartner } from './support/seed.ts';
 import { snapshot } from './support/snapshot.ts';
 
@@ -111,5 +113,51 @@ describe('partner-pool-state', () => {
     const res = await poolState(p.key);
     expect(res.status).toBe(200);
     expect((res.body.pool as Json).available).toBe(0);
+  });
+
+  it('reads that arrive together, for several partners, share one statement and each get their own pool', async () => {
+    const partners = await Promise.all([3, 5, 7, 11].map((quota) => seedPartner(env.deps, { quota, topup: quota * 2 })));
+    const { ctx, seen } = countingStatements(env.deps, ['from pools p']);
+    const asked = partners.flatMap((p) => [p, p, p]);
+    const callerOf = (p: (typeof partners)[number]): PartnerCaller => ({
+      kind: 'partner',
+      apiKeyId: p.api_key_id,
+      accountId: p.account_id,
+      status: 'active',
+      isPartner: true,
+      isPartnerMaster: true,
+      parentApiKeyId: null,
+    });
+    const states = await Promise.all(asked.map((p) => getPoolState({ ctx: { ...ctx, caller: callerOf(p) }, input: {} })));
+    expect(seen['from pools p']).toBe(1);
+    expect(states.map((s) => [s.pool.monthly_id_quota, s.pool.topup_balance])).toEqual(
+      asked.map((_, i) => {
+        const quota = [3, 5, 7, 11][Math.floor(i / 3)] as number;
+        return [quota, quota * 2];
+      }),
+    );
+  });
+
+  it('a partner without a pool is refused while the others of its batch are answered', async () => {
+    const [kept, gone] = [await seedPartner(env.deps, { quota: 9 }), await seedPartner(env.deps, { quota: 4 })];
+    await env.db`delete from pools where account_id = ${gone.account_id}`;
+    const [a, b] = await Promise.all([poolState(kept.key), poolState(gone.key)]);
+    expect(a.status).toBe(200);
+    expect((a.body.pool as Json).monthly_id_quota).toBe(9);
+    expect(b.status).toBe(403);
+  });
+
+  it('a read sent after a change was answered shows the change, under a stream of reads', async () => {
+    const p = await seedPartner(env.deps, { quota: 50 });
+    let stop = false;
+    const stream = (async () => {
+      while (!stop) expect((await poolState(p.key)).status).toBe(200);
+    })();
+    for (let used = 1; used <= 20; used++) {
+      await env.db`update pools set ids_used_this_period = ${used} where account_id = ${p.account_id}`;
+      expect(((await poolState(p.key)).body.pool as Json).ids_used_this_period).toBe(used);
+    }
+    stop = true;
+    await stream;
   });
 });

@@ -16,6 +16,7 @@ export * from './ai/openai-compatible.ts';
 export * from './auth/authenticate.ts';
 export * from './auth-cache.ts';
 export * from './background.ts';
+export * from './batched-read.ts';
 export * from './build-deps.ts';
 export * from './config.ts';
 export * from './context.ts';

@@ -1,5 +1,6 @@
 import type { CoreDeps } from '../context.ts';
 import type { Verdict } from '../ip/resolve-ip.ts';
+import { nextTurn } from '../next-turn.ts';
 
 /** The tracker's results are cached for the account like ip-to-company's: 7 days. */
 const CACHE_TTL = '7 days';
@@ -102,16 +103,6 @@ export function createIdentificationSettler(ctx: CoreDeps): (item: SettleItem) =
       waiting.push({ ...item, resolve, reject });
       if (!running) void drain();
     });
-}
-
-/**
- * Resolves after the event loop's next turn: setImmediate where the runtime has it (Node; a zero
- * timer waits a millisecond there, a second of a 5,000-visitor backlog), a zero timer elsewhere
- * (Deno has no setImmediate outside npm packages).
- */
-function nextTurn(): Promise<void> {
-  const immediate = (globalThis as { setImmediate?: (f: () => void) => unknown }).setImmediate;
-  return new Promise((r) => (immediate ? immediate(r) : setTimeout(r, 0)));
 }
 
 async function settleMany(ctx: CoreDeps, items: SettleItem[]): Promise<Settled[]> {
