@@ -28,8 +28,8 @@ interface Batch<K, R> {
  * so a database and a process that are the bottleneck see fewer, larger statements, never a queue
  * of them; a batch that reaches `maxKeys` goes at once. A lone read pays the end of its turn
  * (setImmediate on Node, under a millisecond). Use it for reads of single rows by key on hot
- * paths, never inside a transaction (the batch's statement runs on the handle the reader was made
- * with).
+ * paths. Every statement runs on the handle `read` closes over: make one reader per handle, so a
+ * transaction's reads never leave it for another's batch.
  */
 export function createBatchedRead<K, R>(opts: BatchedReadOptions<K, R>): BatchedRead<K, R> {
   const maxKeys = opts.maxKeys ?? 256;

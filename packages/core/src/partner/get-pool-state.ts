@@ -50,10 +50,10 @@ interface PoolRow {
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 /**
- * Pools by partner account, one statement for every read of a turn (batched-read.ts): a partner's
- * backend or dashboard polling from many connections, and many partners at once, cost Postgres
- * and this process one round trip per turn instead of one per request. One reader per database
- * handle, so a reader never sends another handle's reads.
+ * Pools by partner account, the reads that arrive together sharing one statement (batched-read.ts):
+ * a partner's backend or dashboard polling from many connections, and many partners at once, cost
+ * Postgres and this process one round trip per batch instead of one per request. One reader per
+ * database handle, so a read is always sent on the handle its caller gave.
  */
 const readers = new WeakMap<Sql, BatchedRead<string, PoolRow>>();
 
@@ -89,7 +89,7 @@ async function readPools(db: Sql, accountIds: string[]): Promise<Map<string, Poo
 
 /**
  * The partner's pool, auto-reload settings and last 10 completed top-ups, read by one read-only
- * statement shared with the other pool reads of the same turn. 403 when the partner has no pool
+ * statement shared with the pool reads that arrive with it. 403 when the partner has no pool
  * subscription.
  */
 export async function getPoolState({ ctx }: VerbArgs<Record<string, never>, PartnerCtx>): Promise<PoolState> {
