@@ -58,7 +58,14 @@ describe('api-account-status', () => {
     await runOperatorCommand(env.deps, 'disconnect-user', { 'account-id': a.account_id, 'user-id': gone.user_id });
     const res = await a.as('api-account-status');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, balance: 250, seats_used: 2, is_trial: false, trial_ends_at: null });
+    expect(res.body).toEqual({
+      success: true,
+      balance: 250,
+      seats_used: 2,
+      is_trial: false,
+      trial_ends_at: null,
+      auto_reload: { enabled: false, threshold: 0, can_fire: false, cannot_fire_because: 'auto-reload is off' },
+    });
     // Any connected user of the account sees the same; a body, if sent, is ignored.
     expect((await a.as('api-account-status', {}, second.user_id)).body).toEqual(res.body);
   });
@@ -77,6 +84,28 @@ describe('api-account-status', () => {
     expect(Date.parse(over.body.trial_ends_at as string)).toBeLessThanOrEqual(Date.now() + 1000);
     await expect(runOperatorCommand(env.deps, 'set-trial', { 'account-id': a.account_id, days: '-1' })).rejects.toMatchObject({ status: 400 });
     await expect(runOperatorCommand(env.deps, 'set-trial', { 'account-id': crypto.randomUUID(), days: '3' })).rejects.toMatchObject({ status: 404 });
+  });
+});
+
+describe('auto-reload enabled before the operator sets up a card', () => {
+  it('is accepted, says in the account status why it cannot fire, never claims a reload, and can fire once set up', async () => {
+    const a = await connectedAccount();
+    await grantCredits({ ctx: env.deps, input: { accountId: a.account_id, credits: 5 } });
+    const set = await a.as('api-update-settings', { auto_reload_enabled: true, auto_reload_threshold: 10 });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body).toEqual({ success: true, updated_fields: ['auto_reload_enabled', 'auto_reload_threshold'] });
+    const status = await a.as('api-account-status');
+    expect(status.body.auto_reload).toEqual({
+      enabled: true,
+      threshold: 10,
+      can_fire: false,
+      cannot_fire_because: expect.stringMatching(/^no payment method and reload amount are set up yet/),
+    });
+    // Below the threshold with no card: no reload was claimed.
+    const [row] = await env.db<{ started: Date | null }>`select credit_reload_started_at as started from accounts where id = ${a.account_id}`;
+    expect(row?.started).toBeNull();
+    await runOperatorCommand(env.deps, 'set-credit-reload', { 'account-id': a.account_id, amount: '100', 'price-pence': '2', card: 'pm_card' });
+    expect((await a.as('api-account-status')).body.auto_reload).toEqual({ enabled: true, threshold: 10, can_fire: true, cannot_fire_because: null });
   });
 });
 
@@ -361,14 +390,8 @@ describe('api-update-settings: validation', () => {
     ['a wildcard', () => env, () => a, { allowed_domains: ['*.example.com'] }, 400, /^allowed_domains\[0\] \("\*\.example\.com"\)/],
     ['a single label', () => env, () => a, { allowed_domains: ['localhost'] }, 400, /^allowed_domains\[0\] \("localhost"\) must be a bare host/],
     ['a non-string entry', () => env, () => a, { allowed_domains: [42] }, 400, /^allowed_domains\.0: must be strings/],
-    [
-      'auto-reload before the operator set up a card',
-      () => env,
-      () => a,
-      { auto_reload_enabled: true, auto_reload_threshold: 10 },
-      409,
-      /^auto-reload needs a payment method/,
-    ],
+    ['a public suffix', () => env, () => a, { allowed_domains: ['example.com', 'co.uk'] }, 400, /^allowed_domains\[1\] \("co\.uk"\) is a public suffix/],
+    ['a private public suffix', () => env, () => a, { allowed_domains: ['GitHub.io.'] }, 400, /^allowed_domains\[0\] .* is a public suffix/],
   ];
 
   it.each(refusals)('refuses %s, changing nothing', async (_what, target, who, body, status, message) => {

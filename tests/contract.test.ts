@@ -248,40 +248,46 @@ const triggers: Record<string, Trigger> = {
       headers: { 'content-type': 'application/json' },
     }),
   '429': (def) => call(env, addressOf(def), { method: def.method, key: keys.limited, body: def.method === 'POST' ? {} : undefined }),
-  // An unexpected failure: the database is gone mid-request (after authentication, where there is one).
-  '500': async (def) => {
-    const failing = new Proxy(env.db, {
-      apply: () => Promise.reject(new Error('connection terminated unexpectedly')),
-    }) as Database;
-    // The tracker script reads no database: it fails at the one dependency it does read, the visitor's address.
-    const noAddress = () => {
-      throw new Error('socket gone');
-    };
-    const deps = {
-      ...env.deps,
-      db: failing,
-      authCache: undefined,
-      sweepSecret: SWEEP_SECRET,
-      ...(def.name === 't' || def.name === 'connect' ? { remoteAddressOf: noAddress } : {}),
-    };
-    const app = createHostApp(deps);
-    const headers: Record<string, string> = { ...credentialFor(def, keys.partner) };
-    if (def.policy === policies.sweep) headers.authorization = `Bearer ${SWEEP_SECRET}`;
-    // A function that reads the database only after validating (no key to look up) needs a valid body.
-    const validBodies: Record<string, unknown> = {
-      collect: { tracking_script_id: crypto.randomUUID(), type: 'pageview', url: 'https://a.example.com/', session_id: 's' },
-      'api-complete-connect-link': { token: `slc_${'a'.repeat(43)}`, name: 'N', linkedin_url: 'https://www.linkedin.com/in/probe' },
-    };
-    const body = JSON.stringify(validBodies[def.name] ?? {});
-    const init: RequestInit = readsJson(def)
-      ? { method: def.method, headers: { ...headers, 'content-type': 'application/json' }, body }
-      : { method: def.method, headers };
-    const res = await app.request(`http://localhost${addressOf(def, 'tracker.js')}`, init, {
-      incoming: { socket: { remoteAddress: '203.0.113.9' } },
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  },
+  // An unexpected failure: a statement fails mid-request (after authentication, where there is one).
+  '500': (def) => failingDatabase(def, Object.assign(new Error('division by zero'), { code: '22012' })),
+  // The database cannot be reached: the server refuses the connection.
+  '503': (def) => failingDatabase(def, Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })),
 };
+
+/** Calls `def` on an app whose every statement fails with `error`. */
+async function failingDatabase(def: FunctionDefinition, error: Error): Promise<{ status: number; body: Record<string, unknown> }> {
+  const failing = new Proxy(env.db, {
+    apply: () => Promise.reject(error),
+  }) as Database;
+  // The tracker script reads no database: it fails at the one dependency it does read, the visitor's address.
+  const noAddress = () => {
+    throw new Error('socket gone');
+  };
+  const deps = {
+    ...env.deps,
+    db: failing,
+    authCache: undefined,
+    sweepSecret: SWEEP_SECRET,
+    ...(def.name === 't' || def.name === 'connect' ? { remoteAddressOf: noAddress } : {}),
+  };
+  const app = createHostApp(deps);
+  const headers: Record<string, string> = { ...credentialFor(def, keys.partner) };
+  if (def.policy === policies.sweep) headers.authorization = `Bearer ${SWEEP_SECRET}`;
+  // A function that reads the database only after validating (no key to look up) needs a valid body.
+  const validBodies: Record<string, unknown> = {
+    collect: { tracking_script_id: crypto.randomUUID(), type: 'pageview', url: 'https://a.example.com/', session_id: 's' },
+    'api-complete-connect-link': { token: `slc_${'a'.repeat(43)}`, name: 'N', linkedin_url: 'https://www.linkedin.com/in/probe' },
+  };
+  const body = JSON.stringify(validBodies[def.name] ?? {});
+  const init: RequestInit = readsJson(def)
+    ? { method: def.method, headers: { ...headers, 'content-type': 'application/json' }, body }
+    : { method: def.method, headers };
+  const res = await app.request(`http://localhost${addressOf(def, 'tracker.js')}`, init, {
+    incoming: { socket: { remoteAddress: '203.0.113.9' } },
+  });
+  if (res.status === 503) expect(res.headers.get('retry-after')).toBe('5');
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
 
 describe('every status a function’s policy and body guard document happens at runtime', () => {
   it.each(allFunctions.map((f) => [f.name, f] as const))('%s', async (_name, def) => {

@@ -39,7 +39,7 @@ describe.skipIf(!usingPostgres)(`a database outage under load${usingPostgres ? '
     await env?.close();
   });
 
-  it('answers 5xx envelopes while it is away, succeeds after, and leaves no partial transfer', async () => {
+  it('answers 503 with Retry-After while it is away (logged once), succeeds after, and leaves no partial transfer', async () => {
     const partner = await seedPartner(env.deps, { quota: 100, topup: 100_000 });
     const child = await createChildVia(env, partner.key, { monthly_id_quota: 10 });
     const balances = async () => {
@@ -50,7 +50,13 @@ describe.skipIf(!usingPostgres)(`a database outage under load${usingPostgres ? '
     };
     const start = await balances();
 
-    type Answer = { started: number; ended: number; status: number; body: { success?: boolean; error?: string } };
+    type Answer = {
+      started: number;
+      ended: number;
+      status: number;
+      retryAfter: string | null;
+      body: { success?: boolean; error?: string };
+    };
     const answers: Answer[] = [];
     let running = true;
     const worker = async () => {
@@ -62,7 +68,13 @@ describe.skipIf(!usingPostgres)(`a database outage under load${usingPostgres ? '
           body: JSON.stringify({ child_api_key_id: child.child.api_key_id, amount: 1 }),
           signal: AbortSignal.timeout(15_000),
         });
-        answers.push({ started, ended: performance.now(), status: res.status, body: (await res.json()) as Answer['body'] });
+        answers.push({
+          started,
+          ended: performance.now(),
+          status: res.status,
+          retryAfter: res.headers.get('retry-after'),
+          body: (await res.json()) as Answer['body'],
+        });
         if (res.status !== 200) await sleep(20);
       }
     };
@@ -81,12 +93,13 @@ describe.skipIf(!usingPostgres)(`a database outage under load${usingPostgres ? '
     const before = answers.filter((a) => a.ended < cutAt);
     expect(before.length).toBeGreaterThan(0);
     expect(before.every((a) => a.status === 200)).toBe(true);
-    // While away (and for a request in flight at the cut): the server's failure, in the envelope,
+    // While away (and for a request in flight at the cut): 503 with Retry-After, in the envelope,
     // promptly — a request waits at most about a reconnect attempt, never a caller's timeout.
     const failed = answers.filter((a) => a.status !== 200);
     expect(failed.filter((a) => a.started >= cutAt && a.started < restoredAt).length).toBeGreaterThan(0);
     for (const a of failed) {
-      expect(a.status).toBeGreaterThanOrEqual(500);
+      expect(a.status).toBe(503);
+      expect(a.retryAfter).toBe('5');
       expect(a.body.success).toBe(false);
       expect(typeof a.body.error).toBe('string');
       expect(a.ended - a.started).toBeLessThan(5_000);
@@ -94,6 +107,10 @@ describe.skipIf(!usingPostgres)(`a database outage under load${usingPostgres ? '
     expect(failed.every((a) => a.started < restoredAt)).toBe(true);
     // Back: the pool reconnects on its own, and everything asked after is answered.
     expect(answers.filter((a) => a.started > restoredAt).length).toBeGreaterThan(10);
+    // The log says so once for the outage, with no 500 and no stack trace.
+    const log = server.stderr();
+    expect(log.match(/database unavailable/g) ?? []).toHaveLength(1);
+    expect(log).not.toMatch(/unhandled error|"stack"/);
 
     // Each transfer wrote both sides or neither. A caller told 500 may still have moved a unit (the
     // commit landed, its answer did not), so the moved total lies between the successes and the tries.

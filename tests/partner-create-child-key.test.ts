@@ -163,6 +163,7 @@ describe('partner-create-child-key: rejected requests change nothing', () => {
     ['domain with a wildcard', { name: 'x', domain: '*.example.com' }, /bare host/],
     ['domain with an underscore', { name: 'x', domain: 'my_site.example.com' }, /bare host/],
     ['domain as an IP', { name: 'x', domain: '192.168.1.10' }, /bare host/],
+    ['domain a public suffix', { name: 'x', domain: 'co.uk' }, /domain is a public suffix/],
     ['quota negative', { name: 'x', domain: 'ok.example.com', monthly_id_quota: -1 }, /monthly_id_quota/],
     ['quota fractional', { name: 'x', domain: 'ok.example.com', monthly_id_quota: 1.5 }, /monthly_id_quota/],
     ['quota as a string', { name: 'x', domain: 'ok.example.com', monthly_id_quota: '10' }, /monthly_id_quota/],

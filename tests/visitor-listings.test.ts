@@ -210,6 +210,32 @@ describe('list-visitors', () => {
       expect(res.body).toMatchObject({ success: false, error: expect.any(String) });
     }
   });
+  it('reads decimal integers and real calendar dates only, naming each problem once', async () => {
+    const refused: [Record<string, string>, RegExp][] = [
+      [{ since: '2026-02-30' }, /^since: must be an ISO 8601 date or date-time on the calendar$/],
+      [{ since: '2025-02-29T10:00:00Z' }, /^since: must be an ISO 8601 date or date-time on the calendar$/],
+      [{ since: '2026-11-01T24:00:00Z' }, /^since: must be an ISO 8601 date or date-time on the calendar$/],
+      [{ since: '2026-13-01' }, /^since: must be an ISO 8601 date or date-time on the calendar$/],
+      [{ since: 'yesterday' }, /^since: must be an ISO 8601 date or date-time on the calendar$/],
+      [{ limit: '0x10' }, /^limit: must be a number written in decimal digits$/],
+      [{ limit: '1e2' }, /^limit: must be a number written in decimal digits$/],
+      [{ limit: '+5' }, /^limit: must be a number written in decimal digits$/],
+      [{ limit: ' 5' }, /^limit: must be a number written in decimal digits$/],
+      [{ limit: '' }, /^limit: must be a number written in decimal digits$/],
+      [{ offset: '1e2' }, /^offset: must be a number written in decimal digits$/],
+      [{ offset: '0x10' }, /^offset: must be a number written in decimal digits$/],
+      [{ offset: '1.5' }, /^offset: must be a whole number$/],
+    ];
+    for (const [query, error] of refused) {
+      const res = await list(a.key, query);
+      expect(res.status, JSON.stringify(query)).toBe(400);
+      expect((res.body as { error: string }).error, JSON.stringify(query)).toMatch(error);
+    }
+    // The real ones still read: a leap day, a date-time with an offset, leading zeros.
+    for (const query of [{ since: '2024-02-29' }, { since: '2026-11-01T09:30:00+01:00' }, { limit: '010', offset: '00' }]) {
+      expect((await list(a.key, query)).status, JSON.stringify(query)).toBe(200);
+    }
+  });
 });
 
 async function accountOf(apiKeyId: string) {

@@ -26,6 +26,8 @@ export const connect: FunctionDefinition = {
   mount: 'functions',
   method: 'GET',
   policy: policies.publicLink,
+  // A static page: answered without the database.
+  readsDatabase: false,
   register(app) {
     openapi(app, route, async (c) => {
       const page = await serveConnectPage();

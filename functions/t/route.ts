@@ -32,6 +32,8 @@ export const t: FunctionDefinition = {
   method: 'GET',
   // No key; CORS too, so a page may load it with `crossorigin` (and Subresource Integrity).
   policy: policies.publicTracker,
+  // The script is built in: answered without the database.
+  readsDatabase: false,
   register(app) {
     openapi(app, route, async (c) => {
       const answer = await serveTrackerScript({ input: { file: c.req.valid('param').file, ifNoneMatch: c.req.valid('header')['if-none-match'] } });

@@ -18,6 +18,8 @@ export interface StartedServer {
   proc: ChildProcess;
   port: number;
   stdout: () => string;
+  /** What it wrote to stderr so far: the JSON log lines. */
+  stderr: () => string;
   stop(): Promise<number | null>;
 }
 
@@ -72,6 +74,7 @@ export async function startHost(
     proc,
     port,
     stdout: () => out,
+    stderr: () => err,
     stop: () =>
       new Promise((resolve) => {
         // Already gone: exited, or killed by a signal (a test's SIGKILL).

@@ -64,3 +64,34 @@ async function execIn(tx: ExecCapable, db: Database, script: string): Promise<vo
   if (tx.exec) return tx.exec(script);
   return db.exec(script);
 }
+
+/**
+ * Errors that mean the database cannot be reached right now (not that a statement was wrong): the
+ * socket's own failures and postgres.js's connection codes, and the server's connection-exception
+ * class (08) and shutdown / starting-up states (57P01–57P03). The HTTP layer answers these 503 with
+ * Retry-After, since the same request will succeed once the database is back.
+ */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
+
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'));
+}

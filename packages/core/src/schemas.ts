@@ -43,18 +43,58 @@ export const IpAddress = z
   })
   .openapi({ type: 'string', description: 'IPv4 or IPv6 address', example: '17.253.144.10' });
 
+/**
+ * A whole number in a query string, written as decimal digits and nothing else: `0x10`, `1e2`,
+ * `+5`, ` 5` and `5.0` are refused rather than read as 16, 100 or 5 (what `Number()` would do).
+ * One issue per value, so a refusal names each problem once.
+ */
+export function queryInteger(range: { min: number; max: number; message: string }) {
+  return z.string(whenGiven('must be a number')).transform((raw, ctx) => {
+    let message: string | undefined;
+    if (/^-?\d+\.\d+$/.test(raw)) message = 'must be a whole number';
+    else if (/^-\d+$/.test(raw)) message = range.message;
+    else if (!/^\d{1,16}$/.test(raw)) message = 'must be a number written in decimal digits';
+    const value = Number(raw);
+    if (!message && (value < range.min || value > range.max)) message = range.message;
+    if (message) {
+      ctx.addIssue({ code: 'custom', message });
+      return z.NEVER;
+    }
+    return value;
+  });
+}
+
 /** A page size in a query: 1 to 500 (each listing adds its default, or leaves it optional). */
-export const PageLimit = z.coerce
-  .number(whenGiven('must be a number'))
-  .int('must be a whole number')
-  .min(1, 'must be between 1 and 500')
-  .max(500, 'must be between 1 and 500')
-  .openapi({ type: 'integer' });
+export const PageLimit = queryInteger({ min: 1, max: 500, message: 'must be between 1 and 500' }).openapi({
+  type: 'integer',
+  minimum: 1,
+  maximum: 500,
+});
 
 /** Rows to skip in a query. */
-export const PageOffset = z.coerce
-  .number(whenGiven('must be a number'))
-  .int('must be a whole number')
-  .min(0, 'must be 0 or more')
-  .max(10_000_000, 'must be at most 10000000')
-  .openapi({ type: 'integer' });
+export const PageOffset = queryInteger({ min: 0, max: 10_000_000, message: 'must be 0 or more' }).openapi({
+  type: 'integer',
+  minimum: 0,
+  maximum: 10_000_000,
+});
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-](\d{2})(?::?(\d{2}))?)?)?$/;
+
+/** Whether `text` is an ISO 8601 date or date-time naming a real instant (no 30 February, no 24:00). */
+function isRealInstant(text: string): boolean {
+  const m = ISO_INSTANT.exec(text);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second, , offsetHours, offsetMinutes] = m.slice(1).map((v) => (v === undefined ? 0 : Number(v)));
+  if (month === undefined || day === undefined || year === undefined) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1];
+  if (days === undefined || day < 1 || day > days) return false;
+  return (hour ?? 0) <= 23 && (minute ?? 0) <= 59 && (second ?? 0) <= 59 && (offsetHours ?? 0) <= 23 && (offsetMinutes ?? 0) <= 59;
+}
+
+/** An ISO 8601 date or date-time in a query (`2026-11-01`, `2026-11-01T09:30:00Z`, with an offset or not), on the calendar. */
+export const QueryInstant = z
+  .string(whenGiven('must be an ISO 8601 date or date-time'))
+  .refine((v) => v.length <= 40 && isRealInstant(v), 'must be an ISO 8601 date or date-time on the calendar')
+  .openapi({ type: 'string', format: 'date-time' });

@@ -30,7 +30,7 @@ export const UpdateSettingsInput = z
     }),
     auto_reload_enabled: z.boolean(whenGiven('must be true or false')).optional().openapi({
       description:
-        'Buy credits automatically when the balance drops below auto_reload_threshold. Enabling needs the reload amount and card the operator sets up (409 otherwise).',
+        'Buy credits automatically when the balance drops below auto_reload_threshold. It fires only once the operator has set up the reload amount and card; until then it stays enabled and api-account-status says why nothing refills.',
     }),
     auto_reload_threshold: z
       .number(whenGiven('must be a number'))
@@ -75,9 +75,10 @@ function normaliseAllowedDomains(entries: string[]): string[] {
  * api-update-settings: only the fields given change, all in one transaction
  * (sl_update_account_settings). Everything is checked before anything is written: the body, the
  * domains, then the webhook URL's destination and reachability (the one network call). A URL needs
- * a secret — this request's or the stored one; enabling auto-reload needs the operator's reload
- * set-up (409). After the change the balance is judged against the new threshold as after any
- * balance change, so lowering the balance's bar below it sends `credits.low` and may start a reload.
+ * a secret — this request's or the stored one. Auto-reload may be enabled before the operator's
+ * reload set-up exists; it cannot fire until then (api-account-status says so). After the change
+ * the balance is judged against the new threshold as after any balance change, so lowering the
+ * balance's bar below it sends `credits.low` and may start a reload.
  */
 /** accounts.webhook_url's CHECK. */
 const MAX_WEBHOOK_URL = 2048;

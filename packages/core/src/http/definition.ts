@@ -45,6 +45,8 @@ export interface FunctionDefinition {
   meteredAs?: string;
   /** Identifies IPs: a host serving it alone (a Supabase function) loads the local IP data. */
   usesIpData?: boolean;
+  /** False for a function that answers without the database (a static script or page): it has no 503. */
+  readsDatabase?: false;
   register(app: FunctionApp): void;
 }
 

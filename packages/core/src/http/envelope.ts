@@ -1,6 +1,8 @@
 import { z } from '@hono/zod-openapi';
 import type { Context, TypedResponse } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import type { Logger } from '../context.ts';
+import { isDatabaseUnavailable } from '../db.ts';
 import { AppError } from '../errors.ts';
 import type { HonoEnv } from './definition.ts';
 
@@ -63,8 +65,13 @@ export function renderError(err: unknown, c: Context<HonoEnv>): Response {
     const message = err.message || defaultMessages[err.status] || 'bad request';
     return c.json({ success: false, error: message }, err.status);
   }
-  const requestId = c.get('requestId') ?? 'unknown';
   const deps = c.get('deps');
+  if (isDatabaseUnavailable(err)) {
+    if (deps) reportOutage(deps.log, err);
+    c.header('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
+    return c.json({ success: false, error: `the database cannot be reached right now; retry in ${DATABASE_RETRY_AFTER_SECONDS} s` }, 503);
+  }
+  const requestId = c.get('requestId') ?? 'unknown';
   deps?.log.error('unhandled error', {
     request_id: requestId,
     path: new URL(c.req.url).pathname,
@@ -72,4 +79,20 @@ export function renderError(err: unknown, c: Context<HonoEnv>): Response {
     stack: err instanceof Error ? err.stack : undefined,
   });
   return c.json({ success: false, error: `internal error, please retry (request id ${requestId})` }, 500);
+}
+
+/** What a 503 asks the client to wait: postgres.js retries each connection every second (db-postgres.ts). */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+/** Unavailability errors this far apart are two outages, each logged once. */
+const OUTAGE_QUIET_MS = 30_000;
+/** When each logger last saw the database unavailable: one log line per outage, not one per request. */
+const lastOutageSeen = new WeakMap<Logger, number>();
+
+function reportOutage(log: Logger, err: unknown): void {
+  const now = Date.now();
+  const last = lastOutageSeen.get(log);
+  lastOutageSeen.set(log, now);
+  if (last !== undefined && now - last < OUTAGE_QUIET_MS) return;
+  const code = (err as { code?: unknown }).code;
+  log.warn('database unavailable: answering 503 with Retry-After until it is back', { code: String(code) });
 }

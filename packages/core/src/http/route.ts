@@ -76,7 +76,11 @@ function documented(route: RouteConfig, def: FunctionDefinition, validates: bool
   const extraHeaders = def.policy.responseHeaders ?? {};
   for (const [status, response] of Object.entries(responses)) {
     // `default` headers come from the policy's middleware, so not on what is answered before it runs.
-    const named = { ...(ANSWERED_BEFORE_POLICY_MIDDLEWARE.has(status) ? {} : extraHeaders.default), ...extraHeaders[status] };
+    const named = {
+      ...(ANSWERED_BEFORE_POLICY_MIDDLEWARE.has(status) ? {} : extraHeaders.default),
+      ...(status === '503' ? { 'Retry-After': 'Seconds to wait before retrying' } : {}),
+      ...extraHeaders[status],
+    };
     if (!Object.keys(named).length || !('description' in response)) continue;
     responses[status] = {
       ...response,
@@ -111,11 +115,12 @@ export function guardedErrors(def: FunctionDefinition, validates: boolean): Reco
     errors['413'] = `Request body over ${MAX_BODY_BYTES} bytes`;
   }
   errors['500'] = 'Internal error; retry';
+  if (def.readsDatabase !== false) errors['503'] = 'The database cannot be reached right now; retry after Retry-After seconds';
   return errors;
 }
 
 /** Statuses the request guard and authentication answer, before a policy's middleware runs (or a 500, anywhere). */
-const ANSWERED_BEFORE_POLICY_MIDDLEWARE = new Set(['401', '403', '405', '408', '413', '500']);
+const ANSWERED_BEFORE_POLICY_MIDDLEWARE = new Set(['401', '403', '405', '408', '413', '500', '503']);
 
 function validateInput(parts: { body?: Schema; query?: Schema; params?: ObjectSchema; headers?: ObjectSchema }): MiddlewareHandler<HonoEnv> {
   const { body, query, params, headers } = parts;

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { Timestamp, Uuid, whenGiven } from '../schemas.ts';
+import { queryInteger, Timestamp, Uuid, whenGiven } from '../schemas.ts';
 
 const DeliveryStatus = z.enum(
   ['pending', 'delivered', 'failed', 'no_destination'],
@@ -9,13 +9,9 @@ const DeliveryStatus = z.enum(
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const ListPartnerEventsInput = z.object({
-  limit: z.coerce
-    .number(whenGiven('must be a number'))
-    .int()
-    .min(1)
-    .max(200)
+  limit: queryInteger({ min: 1, max: 200, message: 'must be between 1 and 200' })
     .optional()
-    .openapi({ type: 'integer', description: '1 to 200, default 50' }),
+    .openapi({ type: 'integer', minimum: 1, maximum: 200, description: '1 to 200, default 50' }),
   status: DeliveryStatus.optional(),
   child_api_key_id: Uuid.optional(),
   event: z.string().max(100).optional().openapi({ example: 'child.suspended' }),

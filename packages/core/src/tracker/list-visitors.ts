@@ -1,17 +1,10 @@
 import { z } from '@hono/zod-openapi';
 import type { KeyRecord, VerbArgs } from '../context.ts';
 import { badRequest } from '../errors.ts';
-import { PageLimit, PageOffset, Timestamp, whenGiven } from '../schemas.ts';
+import { PageLimit, PageOffset, QueryInstant, Timestamp, whenGiven } from '../schemas.ts';
 import { normaliseTrackerDomain } from '../tracker-domain.ts';
 
 const DEFAULT_WINDOW_DAYS = 30;
-
-/** An ISO 8601 date or date-time (`2026-11-01`, `2026-11-01T09:30:00Z`, with an offset or not). */
-const IsoInstant = z
-  .string(whenGiven('must be an ISO 8601 date or date-time'))
-  .max(40, 'must be an ISO 8601 date or date-time')
-  .regex(/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$/, 'must be an ISO 8601 date or date-time')
-  .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date or date-time');
 
 export const ListVisitorsInput = z.object({
   tracker_site: z
@@ -19,7 +12,7 @@ export const ListVisitorsInput = z.object({
     .max(253)
     .optional()
     .openapi({ description: 'One registered tracker domain; omitted means every tracker the key can access' }),
-  since: IsoInstant.optional().openapi({ description: 'Earliest last_seen included; default the last 30 days' }),
+  since: QueryInstant.optional().openapi({ description: 'Earliest last_seen included; default the last 30 days' }),
   source: z.enum(['all', 'tracker', 'api'], whenGiven('must be all, tracker or api')).default('all'),
   search: z.string().max(200, 'must be at most 200 characters').optional().openapi({
     description: 'Case-insensitive: a display name, company or domain containing the term, or an address beginning with it',
