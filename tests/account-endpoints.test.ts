@@ -390,7 +390,14 @@ describe('api-update-settings: validation', () => {
     ['a wildcard', () => env, () => a, { allowed_domains: ['*.example.com'] }, 400, /^allowed_domains\[0\] \("\*\.example\.com"\)/],
     ['a single label', () => env, () => a, { allowed_domains: ['localhost'] }, 400, /^allowed_domains\[0\] \("localhost"\) must be a bare host/],
     ['a non-string entry', () => env, () => a, { allowed_domains: [42] }, 400, /^allowed_domains\.0: must be strings/],
-    ['a public suffix', () => env, () => a, { allowed_domains: ['example.com', 'co.uk'] }, 400, /^allowed_domains\[1\] \("co\.uk"\) is a public suffix/],
+    [
+      'a public suffix',
+      () => env,
+      () => a,
+      { allowed_domains: ['example.com', 'co.uk'] },
+      400,
+      /^allowed_domains\[1\] \("co\.uk"\) is a public suffix/,
+    ],
     ['a private public suffix', () => env, () => a, { allowed_domains: ['GitHub.io.'] }, 400, /^allowed_domains\[0\] .* is a public suffix/],
   ];
 

@@ -304,7 +304,7 @@ describe('OpenAI-compatible engine: the answer', () => {
     expect(seen[1]?.body.response_format?.type).toBe('json_schema');
   });
 
-  it('invalid JSON is repaired once; the server ignored response_format, so prompted JSON from then on', async () => {
+  it('a prose answer is repaired once in prompted JSON; the next call asks for structured output again', async () => {
     const seen = script(
       BASE,
       answer("Sure! Here's a message for Jane: Hi Jane, open to connecting?"),
@@ -314,13 +314,41 @@ describe('OpenAI-compatible engine: the answer', () => {
     const ai = engine();
     const result = await write(ai);
     expect(result.value.message).toBe('Hi Jane, open to connecting?');
+    expect(seen[0]?.body.response_format?.type).toBe('json_schema');
     expect(seen[1]?.body).not.toHaveProperty('response_format');
     expect(seen[1]?.body.messages[0]?.content).toContain('JSON Schema');
     expect(seen[1]?.body.messages[2]?.content).toContain("Sure! Here's a message");
 
-    await write(ai);
+    // One model's lapse into prose says nothing about the server: the next call is structured again.
+    expect((await write(ai)).value.message).toBe('Hi again');
     expect(seen).toHaveLength(3);
-    expect(seen[2]?.body).not.toHaveProperty('response_format');
+    expect(seen[2]?.body.response_format?.type).toBe('json_schema');
+    expect(seen[2]?.body.messages[0]?.content).not.toContain('Answer with one JSON object and nothing else');
+  });
+
+  it('prose answers to three structured requests in a row: the server ignores response_format, so prompted JSON for a while', async () => {
+    let now = 1_000_000;
+    const seen: Seen[] = [];
+    server.use(
+      http.post(`${BASE}/chat/completions`, async ({ request }) => {
+        const body = (await request.json()) as Seen['body'];
+        seen.push({ url: new URL(request.url), headers: request.headers, body });
+        // A server that drops response_format: its model answers prose unless the prompt itself asks for JSON.
+        return HttpResponse.json(completion(body.response_format ? 'Hi Jane, open to connecting?' : JSON.stringify({ message: 'Hi Jane' })));
+      }),
+    );
+    const ai = engine({ now: () => now });
+    // Each call: prose to the structured request, then the repair turn in prompted JSON.
+    for (let i = 0; i < 3; i++) expect((await write(ai)).value.message).toBe('Hi Jane');
+    expect(seen.map((r) => Boolean(r.body.response_format))).toEqual([true, false, true, false, true, false]);
+    const count = seen.length;
+    await write(ai);
+    expect(seen).toHaveLength(count + 1);
+    expect(seen[count]?.body).not.toHaveProperty('response_format');
+    // After the cool-off the server is asked for structured output again.
+    now += 10 * 60_000;
+    await write(ai);
+    expect(seen[count + 1]?.body.response_format?.type).toBe('json_schema');
   });
 
   it('an answer invalid twice fails, retryable', async () => {
@@ -337,13 +365,14 @@ describe('OpenAI-compatible engine: the answer', () => {
     expect(seen[1]?.body.messages[3]?.content).toContain('301 characters');
   });
 
-  it('400 naming response_format falls back to prompted JSON, and the engine remembers', async () => {
+  it('400 naming response_format falls back to prompted JSON, remembered for ten minutes, then structured output is tried again', async () => {
+    let now = 1_000_000;
     const seen = script(
       BASE,
       openAiError(400, "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.", { param: 'response_format' }),
       answer({ message: 'Hi Jane, open to connecting?' }),
     );
-    const ai = engine();
+    const ai = engine({ now: () => now });
     expect((await write(ai)).value.message).toBe('Hi Jane, open to connecting?');
     expect(seen).toHaveLength(2);
     expect(Object.keys(seen[1]?.body ?? {}).sort()).toEqual(['messages', 'model']);
@@ -351,9 +380,17 @@ describe('OpenAI-compatible engine: the answer', () => {
     expect(seen[1]?.body.messages[0]?.content).toContain('"additionalProperties":false');
     expect(sleeps).toEqual([]);
 
+    // Within the cool-off the server is not asked for what it refused.
+    now += 10 * 60_000 - 1;
     await write(ai);
     expect(seen).toHaveLength(3);
     expect(seen[2]?.body).not.toHaveProperty('response_format');
+
+    // Past it, structured output is asked for again (a server can be upgraded, a proxy's error can pass).
+    now += 1;
+    await write(ai);
+    expect(seen).toHaveLength(4);
+    expect(seen[3]?.body.response_format?.type).toBe('json_schema');
   });
 
   it('another 400 is a request problem: not retryable', async () => {

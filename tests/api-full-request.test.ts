@@ -4,6 +4,7 @@ import {
   builtinEngine,
   CALLER_MESSAGING_STRATEGY,
   FULL_REQUEST_OPERATION,
+  FULL_REQUEST_TIMINGS,
   MESSAGE_PRICES,
   MessageMetadata,
   MessageProcessing,
@@ -14,7 +15,9 @@ import {
   requestFullMessage,
   researchFromCallerText,
   urlOnlyResearch,
+  workIcpQueue,
 } from '@sightline/core';
+import { holdCredits, releaseExpiredCreditHolds } from '@sightline/core/messaging/credit-holds';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MessageResultResponse } from '../functions/api-full-request/route.ts';
 import { createTestEnv, fn, type Json, type TestEnv } from './support/app.ts';
@@ -84,7 +87,15 @@ interface FakeEngine extends AiEngine {
 }
 
 function fakeEngine(
-  opts: { message?: string; gate?: Promise<void>; onWrite?: () => void; failSummary?: boolean; failMessage?: boolean } = {},
+  opts: {
+    message?: string;
+    gate?: Promise<void>;
+    onWrite?: () => void;
+    summaryGate?: Promise<void>;
+    onSummarise?: () => void;
+    failSummary?: boolean;
+    failMessage?: boolean;
+  } = {},
 ): FakeEngine {
   const summarised: SummariseInput[] = [];
   const written: WriteInput[] = [];
@@ -97,6 +108,8 @@ function fakeEngine(
     },
     async summariseResearch(input) {
       summarised.push(input);
+      opts.onSummarise?.();
+      await opts.summaryGate;
       if (opts.failSummary) throw new Error('summary model overloaded');
       return { value: SUMMARY, engine: 'fake-engine' };
     },
@@ -746,31 +759,168 @@ describe.skipIf(!process.env.DATABASE_URL)('api-full-request races on real Postg
     expect(l.balance).toBe(95);
     expect(ai.written).toHaveLength(1);
   });
+});
 
-  it('two keys racing for the last credits: one message, one 402, and the balance never below zero', async () => {
-    // Both pass the balance check, then meet at the engine, then both try to pay at once.
-    const bothIn = deferred();
-    let inside = 0;
-    ai = fakeEngine({
-      gate: bothIn.promise,
-      onWrite: () => {
-        inside += 1;
-        if (inside === 2) bothIn.resolve();
-      },
-    });
+// ---------------------------------------------------------------------------------------------
+// Credits held before the engine is asked (both databases: the hold is one statement under the
+// account's row lock, so its answer does not depend on how requests interleave)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Holds every engine call until `n` requests have each reached the engine or been answered without
+ * it: no request finishes (and pays) before the others have passed whatever comes before the engine,
+ * so every request that can reach the engine does.
+ */
+function meetingOf(n: number) {
+  let arrived = 0;
+  const everyone = deferred();
+  return {
+    arrive() {
+      arrived += 1;
+      if (arrived >= n) everyone.resolve();
+    },
+    everyone: everyone.promise,
+  };
+}
+
+async function holdsOf(accountId: string) {
+  return env.db<{ idempotency_key: string; amount: number }>`
+    select idempotency_key::text, amount from credit_holds where account_id = ${accountId} order by created_at`;
+}
+
+describe('api-full-request: the cost is held before any provider or engine is called', () => {
+  it('100 requests with their own keys on 5 credits: one reaches the engine and is paid for, 99 are 402 before it', async () => {
+    const meeting = meetingOf(100);
+    ai = fakeEngine({ summaryGate: meeting.everyone, onSummarise: meeting.arrive });
     env.deps.ai = ai;
     const s = await sender(MESSAGE_PRICES.research + MESSAGE_PRICES.message);
-    const [a, b] = await Promise.all([post(s, { prospect_url: PROSPECT }), post(s, { prospect_url: 'https://www.linkedin.com/in/john-roe' })]);
-    const statuses = [a?.status, b?.status].sort();
-    expect(statuses).toEqual([200, 402]);
-    const loser = a?.status === 402 ? a : b;
-    expect(loser?.json).toMatchObject({ success: false, credits_required: 5, credit_balance: 0 });
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        post(s, { prospect_url: `https://www.linkedin.com/in/prospect-${i}` }).then((answer) => {
+          // Refused without reaching the engine (a request that reached it arrived there already).
+          if (answer.status === 402) meeting.arrive();
+          return answer;
+        }),
+      ),
+    );
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    const refused = answers.filter((a) => a.status === 402);
+    expect(refused).toHaveLength(99);
+    for (const r of refused) {
+      expect(r.json).toEqual({
+        success: false,
+        error: 'not enough credits: this request needs 5 (research 3 + message 2), the account has 0',
+        credits_required: 5,
+        credit_balance: 0,
+      });
+    }
+    // As many engine calls as messages the balance pays for: one of each step.
+    expect(research.lookups).toHaveLength(1);
+    expect(ai.summarised).toHaveLength(1);
+    expect(ai.written).toHaveLength(1);
     const l = await ledger(s.account_id);
     expect(l.balance).toBe(0);
     expect(l.messages).toHaveLength(1);
+    expect(l.debits.map((d) => [d.operation, d.amount])).toEqual([
+      ['message', 2],
+      ['research', 3],
+    ]);
+    expect(l.keys.map((k) => k.state)).toEqual(['completed']);
+    expect(await holdsOf(s.account_id)).toEqual([]);
+  });
+
+  it('12 requests bringing their own research on 2 credits: at most one message call per message paid for', async () => {
+    const meeting = meetingOf(12);
+    ai = fakeEngine({ gate: meeting.everyone, onWrite: meeting.arrive });
+    env.deps.ai = ai;
+    const s = await sender(MESSAGE_PRICES.message);
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        post(s, { prospect_url: `https://www.linkedin.com/in/researched-${i}`, research_summary: 'Leads sales at Acme.' }).then((answer) => {
+          if (answer.status === 402) meeting.arrive();
+          return answer;
+        }),
+      ),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, ...Array.from({ length: 11 }, () => 402)]);
+    for (const r of answers.filter((a) => a.status === 402)) expect(r.json).toMatchObject({ credits_required: 2, credit_balance: 0 });
+    expect(ai.written).toHaveLength(1);
+    expect(ai.summarised).toHaveLength(0);
+    const l = await ledger(s.account_id);
+    expect(l).toMatchObject({ balance: 0, debits: [{ operation: 'message', amount: 2 }] });
+    expect(l.messages).toHaveLength(1);
+  });
+
+  it('while the engine works its cost is held; an engine failure gives the hold back and debits nothing', async () => {
+    const entered = deferred();
+    const gate = deferred();
+    ai = fakeEngine({ gate: gate.promise, onWrite: () => entered.resolve(), failMessage: true });
+    env.deps.ai = ai;
+    const s = await sender(100);
+    const attempt = post(s, { prospect_url: PROSPECT });
+    await entered.promise;
+    // Held, not debited: the balance another request sees is 95, and no debit is written yet.
+    expect(await ledger(s.account_id)).toMatchObject({ balance: 95, debits: [], messages: [] });
+    gate.resolve();
+    const res = await attempt;
+    expect(res.status, res.text).toBe(502);
+    expect(await ledger(s.account_id)).toEqual({ balance: 100, debits: [], messages: [], keys: [], events: [] });
+    expect(await holdsOf(s.account_id)).toEqual([]);
+  });
+
+  it('a hold whose worker died is given back once it expires: by the account’s next request, or by the minute sweep', async () => {
+    const s = await sender(MESSAGE_PRICES.research + MESSAGE_PRICES.message);
+    // What a request does first, by a worker that then died (its process killed before storing or releasing).
+    const died = async () => {
+      const key = crypto.randomUUID();
+      await holdCredits({ ctx: env.deps, input: { accountId: s.account_id, idempotencyKey: key, amount: 5, ttlMs: FULL_REQUEST_TIMINGS.leaseMs } });
+      return key;
+    };
+    const expire = (key: string) =>
+      env.db`update credit_holds set created_at = now() - interval '3 minutes', expires_at = now() - interval '1 minute'
+             where account_id = ${s.account_id} and idempotency_key = ${key}`;
+
+    const first = await died();
+    expect((await ledger(s.account_id)).balance).toBe(0);
+    // Within its lease the worker may still be going: the hold stands.
+    expect((await post(s, { prospect_url: PROSPECT })).status).toBe(402);
+    await expire(first);
+    const paid = await post(s, { prospect_url: PROSPECT });
+    expect(paid.status, paid.text).toBe(200);
+    expect(await holdsOf(s.account_id)).toEqual([]);
+
+    await env.db`select sl_grant_credits(${s.account_id}, 5)`;
+    const second = await died();
+    await releaseExpiredCreditHolds({ ctx: env.deps, input: {} });
+    expect(await holdsOf(s.account_id)).toHaveLength(1);
+    await expire(second);
+    // The sweep runs with the ICP work, every minute on both schedulers.
+    expect((await workIcpQueue({ ctx: env.deps, input: {} })).credit_holds.released).toBeGreaterThanOrEqual(1);
+    const l = await ledger(s.account_id);
+    expect(l.balance).toBe(5);
     expect(l.debits).toHaveLength(2);
-    // The loser's key was given back.
-    expect(l.keys).toHaveLength(1);
-    expect(l.keys[0]?.state).toBe('completed');
+    expect(await holdsOf(s.account_id)).toEqual([]);
+  });
+
+  it('a hold released under a worker that was still going: the store pays from the balance, once', async () => {
+    const entered = deferred();
+    const gate = deferred();
+    ai = fakeEngine({ gate: gate.promise, onWrite: () => entered.resolve() });
+    env.deps.ai = ai;
+    const s = await sender(100);
+    const attempt = post(s, { prospect_url: PROSPECT });
+    await entered.promise;
+    expect(await holdsOf(s.account_id)).toHaveLength(1);
+    await env.db`update credit_holds set created_at = now() - interval '3 minutes', expires_at = now() - interval '1 minute'
+                 where account_id = ${s.account_id}`;
+    expect((await releaseExpiredCreditHolds({ ctx: env.deps, input: {} })).released).toBeGreaterThanOrEqual(1);
+    expect(await holdsOf(s.account_id)).toEqual([]);
+    expect((await ledger(s.account_id)).balance).toBe(100);
+    gate.resolve();
+    const res = await attempt;
+    expect(res.status, res.text).toBe(200);
+    const l = await ledger(s.account_id);
+    expect(l.balance).toBe(95);
+    expect(l.debits).toHaveLength(2);
   });
 });

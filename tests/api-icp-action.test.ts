@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { type AiEngine, builtinEngine, ICP_FIELD_NAMES } from '@sightline/core';
 import { runOperatorCommand } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IcpListResponse, IcpResponse, ProductListResponse, ProductResponse } from '../functions/api-icp-action/route.ts';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { createIcpVia, type IcpAccount, icpAction, icpCount, icpStep, seedIcpAccount } from './support/icps.ts';
 import { seedConnectedUser, userHeaders } from './support/users.ts';
+import { until } from './support/wait.ts';
 
 /**
  * api-icp-action: products and ICPs of the account of the key, acted on by a connected user, each
@@ -32,6 +34,16 @@ async function generatedIcp(who: IcpAccount, fields: Json = {}): Promise<string>
   const [row] = await env.db<{ workflow_status: string }>`select workflow_status from icps where id = ${String(icp.id)}`;
   expect(row?.workflow_status).toBe('generated');
   return String(icp.id);
+}
+
+/** api-icp-action as the client sees it: the status and the body's text (a repeat must answer the same bytes). */
+async function rawIcpAction(who: IcpAccount, body: Json, key: string) {
+  const res = await env.app.request('http://localhost/api-icp-action', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-access-key': who.key, ...userHeaders(who.user_id, key) },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, text: await res.text(), headers: res.headers };
 }
 
 describe('products', () => {
@@ -447,6 +459,18 @@ describe('x-idempotency-key', () => {
     expect(n?.n).toBe(1);
   });
 
+  it('a repeat of create_icp answers the first answer’s bytes, as every other action’s repeat does', async () => {
+    const key = randomUUID();
+    const body = { action: 'create_icp', product_id: b.product_id, name: 'Byte for byte', job_titles: ['VP of Sales'] };
+    const first = await rawIcpAction(b, body, key);
+    expect(first.status).toBe(201);
+    await env.settle(); // generation changes the ICP; the repeat still answers the original
+    const again = await rawIcpAction(b, body, key);
+    expect(again.status).toBe(201);
+    expect(again.text).toBe(first.text);
+    IcpResponse.strict().parse(JSON.parse(again.text));
+  });
+
   it('the same key with a different request is a 422, and changes nothing', async () => {
     const key = randomUUID();
     await createIcpVia(env, a); // a fresh key, not this one
@@ -505,5 +529,83 @@ describe('x-idempotency-key', () => {
     const [stored] = await env.db<{ n: number }>`select count(*)::int as n from idempotent_requests where idempotency_key = ${key}`;
     expect(stored?.n).toBe(0);
     await env.settle();
+  });
+});
+
+describe('ICP generations are limited per account', () => {
+  /** docs/decisions.md, "ICP generations per hour": create_icp that leaves fields to the engine and regenerate_icp. */
+  const PER_HOUR = 20;
+
+  /** The built-in engine, counting the drafts it is asked for. */
+  function countingEngine() {
+    const drafts: string[] = [];
+    const engine: AiEngine = {
+      ...builtinEngine,
+      async draftIcp(input) {
+        drafts.push(input.product.name);
+        return builtinEngine.draftIcp(input);
+      },
+    };
+    return { engine, drafts };
+  }
+
+  it('regenerate_icp beyond the hourly allowance is a 429 with Retry-After; the engine is not asked and nothing changes', async () => {
+    const who = await seedIcpAccount(env);
+    const counting = countingEngine();
+    const before = env.deps.ai;
+    env.deps.ai = counting.engine;
+    try {
+      const id = await generatedIcp(who); // the create is the first generation
+      const generated = async () =>
+        (await env.db<{ workflow_status: string }>`select workflow_status from icps where id = ${id}`)[0]?.workflow_status === 'generated';
+      for (let i = 1; i < PER_HOUR; i++) {
+        await icpStep(env, who, 'regenerate_icp', id);
+        await until('the regenerated ICP is generated', generated);
+      }
+      expect(counting.drafts).toHaveLength(PER_HOUR);
+      const key = randomUUID();
+      const refused = await icpAction(env, who, { action: 'regenerate_icp', icp_id: id }, key);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({
+        success: false,
+        error: expect.stringMatching(/^this account started 20 ICP generations in the last hour, the most allowed; the next is possible in \d+ s$/),
+      });
+      const wait = Number(refused.headers.get('retry-after'));
+      expect(wait).toBeGreaterThan(0);
+      expect(wait).toBeLessThanOrEqual(3600);
+      await env.settle();
+      expect(counting.drafts).toHaveLength(PER_HOUR);
+      const [row] = await env.db<{ workflow_status: string }>`select workflow_status from icps where id = ${id}`;
+      expect(row?.workflow_status).toBe('generated');
+      // Refused, so the key was given back.
+      const [stored] = await env.db<{ n: number }>`select count(*)::int as n from idempotent_requests where idempotency_key = ${key}`;
+      expect(stored?.n).toBe(0);
+
+      // A create that leaves fields to the engine is refused the same way; one that gives every field asks no engine and goes through.
+      const create = await icpAction(env, who, { action: 'create_icp', product_id: who.product_id, name: 'One more' });
+      expect(create.status).toBe(429);
+      const complete = await icpAction(env, who, {
+        action: 'create_icp',
+        product_id: who.product_id,
+        name: 'Complete',
+        description: 'Given whole by the caller.',
+        job_titles: ['VP of Sales'],
+        pain_points: ['Unknown visitors'],
+        value_drivers: ['Pipeline'],
+        industry_focus: ['Computer Software'],
+        company_characteristics: {},
+      });
+      expect(complete.status, JSON.stringify(complete.body)).toBe(201);
+      // What sl_create_icp counts as every field given is the verb's list of them.
+      const [def] = await env.db<{ src: string }>`select pg_get_functiondef('sl_create_icp(uuid, uuid, jsonb, integer, uuid)'::regprocedure) as src`;
+      expect(def?.src).toContain(`p_fields ?& array[${ICP_FIELD_NAMES.map((n) => `'${n}'`).join(', ')}]`);
+      await env.settle();
+      expect(counting.drafts).toHaveLength(PER_HOUR);
+      // Another account has its own allowance.
+      expect((await icpAction(env, b, { action: 'create_icp', product_id: b.product_id })).status).toBe(201);
+      await env.settle();
+    } finally {
+      env.deps.ai = before;
+    }
   });
 });

@@ -19,18 +19,33 @@ let site = { tracking_script_id: '', domain: '', child: '' };
 const VISITOR = '203.0.113.9';
 const socketOf = (address: string) => ({ incoming: { socket: { remoteAddress: address } } });
 
-/** A beacon as the tracker sends it: text/plain JSON from a visitor at `from`. */
-async function beacon(target: TestEnv, body: Record<string, unknown>, opts: { from?: string; headers?: Record<string, string> } = {}) {
+/** The Origin a browser sends with a beacon from the page at `url` (the site's, for a body that names no page). */
+function originOf(url: unknown): string {
+  try {
+    return new URL(String(url)).origin;
+  } catch {
+    return `https://${site.domain}`;
+  }
+}
+
+/** A beacon as the tracker sends it: text/plain JSON from a visitor at `from`, with its page's Origin. */
+async function beacon(
+  target: TestEnv,
+  body: Record<string, unknown>,
+  opts: { from?: string; headers?: Record<string, string>; omit?: string[] } = {},
+) {
+  const headers = new Headers({
+    'content-type': 'text/plain;charset=UTF-8',
+    origin: originOf(body.url),
+    'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0',
+    ...opts.headers,
+  });
+  for (const name of opts.omit ?? []) headers.delete(name);
   const res = await target.app.request(
     fn('collect'),
     {
       method: 'POST',
-      headers: {
-        'content-type': 'text/plain;charset=UTF-8',
-        origin: `https://${site.domain}`,
-        'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0',
-        ...opts.headers,
-      },
+      headers,
       body: JSON.stringify(body),
     },
     socketOf(opts.from ?? VISITOR),
@@ -129,6 +144,18 @@ describe('collect', () => {
     ]);
   });
 
+  it('stores a beacon without a User-Agent, or with an empty one, as a bot’s: no browser sends none', async () => {
+    await env.db`delete from tracker_events`;
+    await beacon(env, pageview({ session_id: 'no-ua' }), { omit: ['user-agent'] });
+    await beacon(env, pageview({ session_id: 'empty-ua' }), { headers: { 'user-agent': '' } });
+    await beacon(env, pageview({ session_id: 'blank-ua' }), { headers: { 'user-agent': '  ' } });
+    expect((await stored()).map((e) => [e.is_bot, e.queued])).toEqual([
+      [true, false],
+      [true, false],
+      [true, false],
+    ]);
+  });
+
   it('applies an engagement beacon once however often it is sent, and refuses absurd or incomplete ones', async () => {
     await env.db`delete from tracker_events`;
     const engaged = pageview({ type: 'engagement', active_ms: 12_000, beacon_id: 'b-1' });
@@ -161,6 +188,66 @@ describe('collect', () => {
   it('needs no key: an x-access-key is neither required nor read', async () => {
     const res = await call(env, 'collect', { key: 'sl_not_a_key', body: pageview(), headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(202);
+  });
+});
+
+describe('collect judges the browser’s Origin (or Referer) by the rule the page’s url must pass', () => {
+  const FOREIGN = 'https://attacker.example.net';
+
+  it('drops a beacon whose url is on the website but whose Origin is not', async () => {
+    await env.db`delete from tracker_events`;
+    expect((await beacon(env, pageview(), { headers: { origin: FOREIGN } })).status).toBe(202);
+    expect((await beacon(env, pageview(), { headers: { origin: `https://evil${site.domain}` } })).status).toBe(202);
+    // A bot's beacon goes straight to the append (nothing to budget), which holds the same rule.
+    expect((await beacon(env, pageview({ webdriver: true }), { headers: { origin: FOREIGN } })).status).toBe(202);
+    expect(await stored()).toEqual([]);
+  });
+
+  it('drops one with no Origin whose Referer is foreign', async () => {
+    await env.db`delete from tracker_events`;
+    const res = await beacon(env, pageview(), { omit: ['origin'], headers: { referer: `${FOREIGN}/page.html` } });
+    expect(res.status).toBe(202);
+    expect(await stored()).toEqual([]);
+  });
+
+  it('drops an opaque origin (Origin: null: a sandboxed iframe, a file:// page), which any page can make a browser send', async () => {
+    await env.db`delete from tracker_events`;
+    expect((await beacon(env, pageview(), { headers: { origin: 'null' } })).status).toBe(202);
+    expect((await beacon(env, pageview(), { omit: ['origin'], headers: { referer: 'file:///tmp/x.html' } })).status).toBe(202);
+    expect(await stored()).toEqual([]);
+  });
+
+  it('stores a beacon whose Origin, or Referer without one, is the website or a subdomain (the Origin decides when both are sent)', async () => {
+    await env.db`delete from tracker_events`;
+    await beacon(env, pageview({ session_id: 'o-1' }), { headers: { origin: `https://${site.domain}` } });
+    await beacon(env, pageview({ session_id: 'o-2' }), { headers: { origin: `https://www.${site.domain}:8443` } });
+    await beacon(env, pageview({ session_id: 'o-3' }), { omit: ['origin'], headers: { referer: `https://${site.domain}/pricing?x=1` } });
+    await beacon(env, pageview({ session_id: 'o-4' }), { headers: { origin: `https://${site.domain}`, referer: `${FOREIGN}/` } });
+    expect(await stored()).toHaveLength(4);
+  });
+
+  it('judges a beacon with neither header (not a browser) by its url alone, as before', async () => {
+    await env.db`delete from tracker_events`;
+    await beacon(env, pageview({ session_id: 'n-1' }), { omit: ['origin'] });
+    await beacon(env, pageview({ session_id: 'n-2', url: `${FOREIGN}/` }), { omit: ['origin'] });
+    expect((await stored()).map((e) => e.url)).toEqual([`https://${site.domain}/pricing`]);
+  });
+
+  it('with allowed_domains set, holds the Origin to that list as it holds the url', async () => {
+    const c = await createChildVia(env, partnerKey, { domain: uniqueDomain('listed') });
+    await env.db`update accounts set allowed_domains = ${`{www.${c.website.domain}}`}::text[]
+                 where id = (select account_id from api_keys where id = ${c.child.api_key_id})`;
+    await env.db`delete from tracker_events`;
+    const body = (session: string) => ({
+      ...pageview(),
+      session_id: session,
+      tracking_script_id: c.website.tracking_script_id,
+      url: `https://www.${c.website.domain}/`,
+    });
+    // The website's own domain is not on the list: its Origin is refused like its url would be.
+    await beacon(env, body('l-1'), { headers: { origin: `https://${c.website.domain}` } });
+    await beacon(env, body('l-2'), { headers: { origin: `https://www.${c.website.domain}` } });
+    expect((await stored()).map((e) => e.url)).toEqual([`https://www.${c.website.domain}/`]);
   });
 });
 

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { CONNECT_LINK_TTL_DAYS, type Sql } from '@sightline/core';
-import { runOperatorCommand } from '@sightline/host';
+import { CONNECT_LINK_COMPLETIONS, CONNECT_LINK_TTL_DAYS, createCoreDeps, randomBase62, type Sql, silentLogger } from '@sightline/core';
+import { createHostApp, runOperatorCommand } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { checkDocumentedResponse, openapiDocument } from './support/openapi-check.ts';
 import { seedDirectAccount } from './support/seed.ts';
 import { snapshot } from './support/snapshot.ts';
 import { userHeaders } from './support/users.ts';
@@ -16,8 +17,11 @@ let env: TestEnv;
 let account: Awaited<ReturnType<typeof seedDirectAccount>>;
 let other: Awaited<ReturnType<typeof seedDirectAccount>>;
 
+/** PUBLIC_BASE_URL of this suite: the address links point to, whatever a request says. */
+const PUBLIC_BASE = 'https://api.example.com/functions/v1';
+
 beforeAll(async () => {
-  env = await createTestEnv();
+  env = await createTestEnv({ publicBaseUrl: PUBLIC_BASE });
   account = await seedDirectAccount(env.deps, 'Connecting account');
   other = await seedDirectAccount(env.deps, 'Other account');
 });
@@ -45,11 +49,11 @@ async function accountSnapshot(db: Sql) {
 }
 
 describe('api-create-connect-link', () => {
-  it('makes a one-time link: the token shown once, only its HMAC kept, valid for 7 days, its page beside the endpoint', async () => {
+  it('makes a one-time link: the token shown once, only its HMAC kept, valid for 7 days, its page at the public address', async () => {
     const before = Date.now();
     const link = await createLink();
     expect(link.token).toMatch(/^slc_[0-9A-Za-z]{43}$/);
-    expect(link.url).toBe(`http://localhost/functions/v1/connect#token=${link.token}`);
+    expect(link.url).toBe(`${PUBLIC_BASE}/connect#token=${link.token}`);
     const expires = Date.parse(link.expires_at);
     expect(expires - before).toBeGreaterThan(CONNECT_LINK_TTL_DAYS * 86_400_000 - 60_000);
     expect(expires - before).toBeLessThan(CONNECT_LINK_TTL_DAYS * 86_400_000 + 60_000);
@@ -62,6 +66,32 @@ describe('api-create-connect-link', () => {
     const stored = JSON.stringify(row);
     expect(stored).not.toContain(link.token);
     expect(stored).not.toContain(createHash('sha256').update(link.token).digest('hex'));
+  });
+
+  it('points the link at PUBLIC_BASE_URL whatever Host and scheme the request arrived with', async () => {
+    // A forged Host, and a TLS-terminating proxy's plain-http request with its forwarding headers.
+    for (const [url, headers] of [
+      ['http://evil.example/functions/v1/api-create-connect-link', { host: 'evil.example' }],
+      ['http://10.0.0.5:8787/functions/v1/api-create-connect-link', { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http' }],
+    ] as const) {
+      const res = await env.app.request(url, { method: 'POST', headers: { 'x-access-key': account.key, ...headers } });
+      expect(res.status).toBe(201);
+      const link = (await res.json()) as { token: string; url: string };
+      expect(link.url).toBe(`${PUBLIC_BASE}/connect#token=${link.token}`);
+    }
+  });
+
+  it('gives no page URL (null) where no public address is configured, rather than guess one from the request', async () => {
+    const { publicBaseUrl: _configured, ...unconfigured } = env.deps;
+    const app = createHostApp(unconfigured);
+    const res = await app.request('http://evil.example/functions/v1/api-create-connect-link', {
+      method: 'POST',
+      headers: { 'x-access-key': account.key, host: 'evil.example' },
+    });
+    expect(res.status).toBe(201);
+    const link = (await res.json()) as { token: string; url: string | null };
+    expect(link.token).toMatch(/^slc_/);
+    expect(link.url).toBeNull();
   });
 
   it('answers each call with a new link', async () => {
@@ -83,8 +113,9 @@ describe('api-create-connect-link', () => {
     expect((await call(env, 'api-create-connect-link', { key: fresh.key, method: 'POST' })).status).toBe(201);
   });
 
-  it('is made by the operator CLI too: no page address unless given', async () => {
-    const bare = (await runOperatorCommand(env.deps, 'connect-link', { 'account-id': account.account_id })) as { token: string; url: null };
+  it('is made by the operator CLI too: at --page-url, else PUBLIC_BASE_URL, else no page address', async () => {
+    const { publicBaseUrl: _, ...unconfigured } = env.deps;
+    const bare = (await runOperatorCommand(unconfigured, 'connect-link', { 'account-id': account.account_id })) as { token: string; url: null };
     expect(bare.token).toMatch(/^slc_/);
     expect(bare.url).toBeNull();
     const withPage = (await runOperatorCommand(env.deps, 'connect-link', {
@@ -96,6 +127,10 @@ describe('api-create-connect-link', () => {
       runOperatorCommand(env.deps, 'connect-link', { 'account-id': account.account_id, 'page-url': 'javascript:alert(1)' }),
     ).rejects.toThrow(/--page-url must be an http\(s\) URL/);
     await expect(runOperatorCommand(env.deps, 'connect-link', { 'account-id': crypto.randomUUID() })).rejects.toMatchObject({ status: 404 });
+    // With PUBLIC_BASE_URL configured, the CLI's link is on it unless --page-url says otherwise.
+    const configured = { ...env.deps, publicBaseUrl: 'https://api.example.org/functions/v1' };
+    const onBase = (await runOperatorCommand(configured, 'connect-link', { 'account-id': account.account_id })) as { token: string; url: string };
+    expect(onBase.url).toBe(`https://api.example.org/functions/v1/connect#token=${onBase.token}`);
   });
 });
 
@@ -256,6 +291,66 @@ describe('api-complete-connect-link', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
     expect((await call(env, 'api-complete-connect-link', { method: 'OPTIONS', headers: { origin: 'https://evil.example' } })).status).toBe(405);
+  });
+});
+
+describe('api-complete-connect-link’s rate limit', () => {
+  /** The app as production builds it: createCoreDeps' own completion limiter, not the suite's generous one. */
+  const limitedApp = () => {
+    const { connectLinkRateLimiter } = createCoreDeps({ db: env.db, keyring: env.deps.keyring, webhooks: env.deps.webhooks, log: silentLogger });
+    return createHostApp({ ...env.deps, connectLinkRateLimiter });
+  };
+  /** A completion from `address`, as the Node server hands the socket's peer to the app; checked against the document. */
+  const completeFrom = async (app: ReturnType<typeof createHostApp>, address: string, body: Json) => {
+    const url = 'http://localhost/functions/v1/api-complete-connect-link';
+    const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+    const res = await app.request(url, init, { incoming: { socket: { remoteAddress: address } } });
+    await checkDocumentedResponse(url, 'POST', res.clone());
+    return { status: res.status, headers: res.headers, body: (await res.json()) as Json };
+  };
+  const guess = () => ({ token: `slc_${randomBase62(43)}`, name: 'Guesser', linkedin_url: profile('guess') });
+
+  it(`allows ${CONNECT_LINK_COMPLETIONS.limit} completions a minute per client address, then 429 with Retry-After; the refusal changes nothing`, async () => {
+    const app = limitedApp();
+    const address = '198.51.100.23';
+    for (let i = 0; i < CONNECT_LINK_COMPLETIONS.limit; i++) {
+      const res = await completeFrom(app, address, guess());
+      expect(res.status).toBe(404);
+      expect(res.headers.get('ratelimit-policy')).toBe(
+        `"connect-link";q=${CONNECT_LINK_COMPLETIONS.limit};w=${CONNECT_LINK_COMPLETIONS.windowSeconds}`,
+      );
+    }
+    // A real link, from the same address: refused before its token is looked up, and left unused.
+    const link = await createLink();
+    const before = await accountSnapshot(env.db);
+    const refused = await completeFrom(app, address, { token: link.token, name: 'Jane', linkedin_url: profile() });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ success: false, error: expect.stringMatching(/^too many connect-link completions from this address/) });
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(CONNECT_LINK_COMPLETIONS.windowSeconds);
+    expect(refused.headers.get('ratelimit')).toMatch(/^"connect-link";r=0;t=\d+$/);
+    expect(await accountSnapshot(env.db)).toEqual(before);
+    // Another address is counted apart: the same link completes from there.
+    const elsewhere = await completeFrom(app, '198.51.100.24', { token: link.token, name: 'Jane', linkedin_url: profile() });
+    expect(elsewhere.status).toBe(200);
+  });
+
+  it('counts an IPv6 client by its /64, so stepping through the addresses of one network does not escape it', async () => {
+    const app = limitedApp();
+    for (let i = 0; i < CONNECT_LINK_COMPLETIONS.limit; i++) {
+      expect((await completeFrom(app, `2001:db8:7:1::${(i + 1).toString(16)}`, guess())).status).toBe(404);
+    }
+    expect((await completeFrom(app, '2001:db8:7:1:ffff:ffff:ffff:fffe', guess())).status).toBe(429);
+    expect((await completeFrom(app, '2001:db8:7:2::1', guess())).status).toBe(404);
+  });
+
+  it('is documented: 429 with Retry-After on the route', () => {
+    const op = openapiDocument.paths['/functions/v1/api-complete-connect-link']?.post as unknown as {
+      responses: Record<string, { headers?: Record<string, unknown> }>;
+    };
+    expect(Object.keys(op.responses)).toContain('429');
+    expect(Object.keys(op.responses['429']?.headers ?? {})).toEqual(expect.arrayContaining(['Retry-After', 'RateLimit', 'RateLimit-Policy']));
   });
 });
 

@@ -51,6 +51,38 @@ describe('partner-release-child', () => {
     expect(res.status).toBe(200);
   });
 
+  it('scopes the released key to its own websites in the same transaction: no connect link for the partner’s account from the next request on', async () => {
+    const c = await createChildVia(env, partner.key);
+    // As a child it acts on its own account, and this process now holds its key record in the auth cache.
+    expect((await call(env, 'api-create-connect-link', { key: c.child.key, method: 'POST' })).status).toBe(201);
+    expect((await release(c.child.api_key_id)).status).toBe(200);
+    const [key] = await env.db<{ scope: string; account_id: string }>`select scope, account_id from api_keys where id = ${c.child.api_key_id}`;
+    expect(key).toEqual({ scope: 'websites', account_id: partner.account_id });
+    const before = await snapshot(env.db);
+    const refused = await call(env, 'api-create-connect-link', { key: c.child.key, method: 'POST' });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toBe('this key is scoped to its own websites and cannot act on the account');
+    expect(await env.db`select 1 from connect_links where account_id = ${partner.account_id}`).toHaveLength(0);
+    expect(await snapshot(env.db)).toEqual(before);
+  });
+
+  it('adopting the released key again gives back a child’s key, acting on its own new account', async () => {
+    const c = await createChildVia(env, partner.key);
+    await release(c.child.api_key_id);
+    expect((await call(env, 'api-create-connect-link', { key: c.child.key, method: 'POST' })).status).toBe(403);
+    const adopted = await call(env, 'partner-adopt-existing-key', { key: partner.key, body: { api_key_id: c.child.api_key_id, name: 'Back again' } });
+    expect(adopted.status).toBe(200);
+    const childUser = (adopted.body.child as { child_user_id: string }).child_user_id;
+    const [key] = await env.db<{ scope: string; account_id: string }>`select scope, account_id from api_keys where id = ${c.child.api_key_id}`;
+    expect(key).toEqual({ scope: 'account', account_id: childUser });
+    const link = await call(env, 'api-create-connect-link', { key: c.child.key, method: 'POST' });
+    expect(link.status).toBe(201);
+    const [row] = await env.db<{ account_id: string }>`select account_id from connect_links where id = ${link.body.link_id as string}`;
+    expect(row?.account_id).toBe(childUser);
+    // And it reads its own website, as every child does.
+    expect((await call(env, 'list-visitors', { key: c.child.key })).status).toBe(200);
+  });
+
   it('reports topup_returned and succeeds even when the partner has no pool (the credit is lost)', async () => {
     const p = await seedPartner(env.deps, { quota: 10, topup: 5 });
     const c = await createChildVia(env, p.key);

@@ -101,7 +101,7 @@ describe('connected user', () => {
     const op = doc.paths?.['/f/probe']?.get;
     expect((op?.parameters ?? []).map((p) => ('name' in p ? p.name : '')).sort()).toEqual(['x-idempotency-key', 'x-user-id']);
     expect(op?.security).toEqual([{ AccessKey: [] }]);
-    expect(Object.keys(op?.responses ?? {}).sort()).toEqual(['200', '400', '401', '403', '405', '500']);
+    expect(Object.keys(op?.responses ?? {}).sort()).toEqual(['200', '400', '401', '403', '405', '500', '503']);
   });
 });
 

@@ -151,7 +151,7 @@ describe('openapi()', () => {
     });
     const doc = app.getOpenAPI31Document({ openapi: '3.1.0', info: { title: 't', version: '1' } });
     const post = doc.paths?.['/f/probe']?.post;
-    expect(Object.keys(post?.responses ?? {}).sort()).toEqual(['200', '400', '401', '402', '403', '405', '408', '413', '429', '500']);
+    expect(Object.keys(post?.responses ?? {}).sort()).toEqual(['200', '400', '401', '402', '403', '405', '408', '413', '429', '500', '503']);
     expect(post?.responses?.['402']?.description).toBe('route-specific 402');
     expect(post?.security).toEqual([{ AccessKey: [] }]);
     const headersOf = (status: string) => Object.keys((post?.responses?.[status] as { headers?: object } | undefined)?.headers ?? {}).sort();
@@ -160,5 +160,6 @@ describe('openapi()', () => {
     expect(headersOf('402')).toEqual(['RateLimit', 'RateLimit-Policy']);
     // Answered before the limit is counted: no RateLimit headers to promise.
     for (const status of ['401', '403', '405', '413']) expect(headersOf(status), status).toEqual([]);
+    expect(headersOf('503')).toEqual(['Retry-After']);
   });
 });

@@ -1,25 +1,30 @@
 import { crc32 } from 'node:zlib';
 import {
   type Database,
+  type FunctionDefinition,
   findKeyRecord,
   grantCredits,
   type IpProvider,
   isWellFormedApiKey,
+  policies,
   randomBase62,
   sweepWebhookDeliveries,
   workTrackerQueue,
 } from '@sightline/core';
 import { createHostApp } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allFunctions } from '../functions/index.ts';
 import { call, createTestEnv, fn, type Json, TEST_SECRET, type TestEnv } from './support/app.ts';
 import { createIcpVia, type IcpAccount, icpAction, seedIcpAccount } from './support/icps.ts';
 import { realIpDeps } from './support/ip.ts';
 import { capturingLogger } from './support/log.ts';
 import { startReceiver } from './support/receiver.ts';
+import { isPartnerRoute } from './support/routes.ts';
 import { createChildVia, seedDirectKey, seedPartner } from './support/seed.ts';
 import { refusalProbe } from './support/snapshot.ts';
 import { pageView } from './support/tracker.ts';
-import { userHeaders } from './support/users.ts';
+import { seedConnectedUser, userHeaders } from './support/users.ts';
+import { seedIdentifiedVisitor } from './support/visitors.ts';
 
 /**
  * Issue 15 §3, the tenancy and input cases in one place: every endpoint that takes an id, called by
@@ -174,6 +179,160 @@ describe('another tenant’s ids', () => {
     expect(String(res.body.error)).toMatch(c.error);
     await env.settle();
     expect(await reading()).toBe(before);
+  });
+});
+
+describe('a released child’s key', () => {
+  /**
+   * After partner-release-child the former customer still holds the key in plaintext, and it is a
+   * direct tracker in the partner's account. Its tracker keeps working and it reads its own website;
+   * it is no key to the partner's account (decisions, "Keys and authentication"). Every endpoint that
+   * takes a key is called with it, aimed at the partner's account where it names anything — the
+   * partner's own website, a user connected to the partner, the partner's credits — and each answer
+   * is checked: refused as the table says, writing nothing and, for a refusal of the key itself, not
+   * even counting the call.
+   */
+  let partner: Awaited<ReturnType<typeof seedPartner>>;
+  let own: Awaited<ReturnType<typeof seedDirectKey>>;
+  let released: Awaited<ReturnType<typeof createChildVia>>;
+  let partnerUser = '';
+  const CUSTOMER_VISITOR = '17.253.2.2';
+  const PARTNER_VISITOR = '17.253.1.1';
+
+  beforeAll(async () => {
+    partner = await seedPartner(env.deps, { name: 'Releasing partner', quota: 1_000, topup: 10 });
+    own = await seedDirectKey(env.deps, partner.account_id);
+    released = await createChildVia(env, partner.key, { monthly_id_quota: 5 });
+    // What a key to the account could take: credits to spend, a connected user to act as, visitors to read.
+    await grantCredits({ ctx: env.deps, input: { accountId: partner.account_id, credits: 100 } });
+    partnerUser = (await seedConnectedUser(env.db, partner.account_id)).user_id;
+    await seedIdentifiedVisitor(env.db, { websiteId: own.website_id, apiKeyId: own.api_key_id }, PARTNER_VISITOR, 'Partner Visitor Co');
+    const { identification_id } = await seedIdentifiedVisitor(
+      env.db,
+      { websiteId: released.website.id, apiKeyId: released.child.api_key_id },
+      CUSTOMER_VISITOR,
+      'Customer Visitor Co',
+    );
+    // The partner's own ICP has scored the released website's visitor: the partner's business, not the key holder's.
+    await env.db`
+      with product as (insert into products (account_id, name) values (${partner.account_id}, 'Partner product') returning id),
+      icp as (
+        insert into icps (account_id, product_id, name, description, workflow_status, review_status, engine)
+        select ${partner.account_id}, id, 'Partner ICP', 'Who the partner sells to', 'active', 'approved', 'builtin' from product
+        returning id)
+      insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary)
+      select ${identification_id}, id, 90, true, 'A fit for the partner' from icp`;
+    const res = await call(env, 'partner-release-child', { key: partner.key, body: { child_api_key_id: released.child.api_key_id } });
+    expect(res.status).toBe(200);
+  });
+
+  const key = () => released.child.key;
+  const SCOPED = /this key is scoped to its own websites and cannot act on the account/;
+  /** What each endpoint that takes a credential answers the released key. */
+  const expected = (def: FunctionDefinition): { send: () => ReturnType<typeof call>; status: number; error?: RegExp } => {
+    // A function's address: under /functions/v1, or from the root ({api_url}).
+    const at = def.mount === 'functions' ? def.name : `/${def.name}`;
+    const asUser =
+      (body: unknown, idempotent = false) =>
+      () =>
+        call(env, at, { key: key(), body, method: 'POST', headers: userHeaders(partnerUser, idempotent ? crypto.randomUUID() : undefined) });
+    if (isPartnerRoute(def)) {
+      return {
+        send: () => call(env, at, { key: key(), method: def.method, body: def.method === 'POST' ? {} : undefined }),
+        status: 403,
+        error: /master/,
+      };
+    }
+    if (def.policy === policies.sweep) return { send: () => call(env, at, { key: key(), method: 'POST' }), status: 401, error: /sweep token/ };
+    const cases: Record<string, { send: () => ReturnType<typeof call>; status: number; error?: RegExp }> = {
+      // The account's own acts: a link (whose user would act for the partner), and lookups on its credits.
+      'api-create-connect-link': { send: () => call(env, at, { key: key(), method: 'POST' }), status: 403, error: SCOPED },
+      'ip-to-company': { send: () => call(env, at, { key: key(), body: { ip: '17.253.144.10' } }), status: 403, error: SCOPED },
+      'ip-to-best-fit': { send: () => call(env, at, { key: key(), body: { ip_address: '17.253.144.10' } }), status: 403, error: SCOPED },
+      // A user connected to the partner, through the released key: refused whoever the user is.
+      'api-account-status': { send: asUser(undefined), status: 403, error: SCOPED },
+      'api-usage-summary': { send: asUser({ period: 'all' }), status: 403, error: SCOPED },
+      'api-update-settings': { send: asUser({ allowed_domains: ['evil.example.com'] }), status: 403, error: SCOPED },
+      'api-full-request': {
+        send: asUser({ prospect_url: 'https://www.linkedin.com/in/jane-doe', research_summary: 'r' }, true),
+        status: 403,
+        error: SCOPED,
+      },
+      'api-icp-action': { send: asUser({ action: 'list_icps' }, true), status: 403, error: SCOPED },
+      // Reads: the partner's own website is answered as another account's.
+      'identification-list': {
+        send: () => call(env, at, { key: key(), query: { website_id: own.website_id } }),
+        status: 404,
+        error: /website/,
+      },
+      'list-visitors': { send: () => call(env, at, { key: key() }), status: 200 },
+    };
+    const c = cases[def.name];
+    if (!c) throw new Error(`no expectation for ${def.name} with a released key: add one`);
+    return c;
+  };
+  const takesCredential = allFunctions.filter((f) => f.policy.security.length > 0);
+
+  it('every endpoint but the key-less tracker and connect-link ones takes a credential, and each is probed below', () => {
+    expect(
+      allFunctions
+        .filter((f) => !takesCredential.includes(f))
+        .map((f) => f.name)
+        .sort(),
+    ).toEqual(['api-complete-connect-link', 'collect', 'connect', 't']);
+  });
+
+  it.each(takesCredential.map((f) => [f.name, f] as const))('%s: answers as the table says, and changes nothing', async (_name, def) => {
+    const c = expected(def);
+    const usage = async () => {
+      await env.deps.usage.flush();
+      const [row] = await env.db<{ n: number }>`select coalesce(sum(calls), 0)::int as n from usage_daily where account_id = ${partner.account_id}`;
+      return row?.n;
+    };
+    const before = await reading();
+    const calls = await usage();
+    const res = await c.send();
+    expect(res.status, JSON.stringify(res.body)).toBe(c.status);
+    if (c.error) {
+      expect(res.body.success).toBe(false);
+      expect(String(res.body.error)).toMatch(c.error);
+    }
+    await env.settle();
+    expect(await reading()).toBe(before);
+    // A key refused as such is refused before the call is counted against the partner's account.
+    if (c.status === 401 || (c.status === 403 && c.error === SCOPED)) expect(await usage()).toBe(calls);
+  });
+
+  it('lists only its own website’s visitors and identifications, without the partner’s ICP scores', async () => {
+    const listed = await call(env, 'list-visitors', { key: key() });
+    expect(listed.status).toBe(200);
+    expect((listed.body.visitors as Json[]).map((v) => [v.ip, v.tracker_site])).toEqual([[CUSTOMER_VISITOR, released.website.domain]]);
+    expect(listed.body.total).toBe(1);
+    // Naming the partner's own tracker finds nothing, as for a domain that is not the key's.
+    const [ownSite] = await env.db<{ domain: string }>`select domain from websites where id = ${own.website_id}`;
+    const named = await call(env, 'list-visitors', { key: key(), query: { tracker_site: ownSite?.domain ?? '' } });
+    expect(named.body).toMatchObject({ total: 0, visitors: [] });
+    const ids = await call(env, '/identification-list', { key: key(), query: { website_id: released.website.id } });
+    expect(ids.status).toBe(200);
+    expect(ids.body.identifications).toEqual([expect.objectContaining({ status: 'identified', icp_scores: [] })]);
+    const qualified = await call(env, '/identification-list', { key: key(), query: { website_id: released.website.id, qualified: 'true' } });
+    expect(qualified.body.identifications).toEqual([]);
+    // While the partner's master key sees its ICP's score on the same identification.
+    const partnerView = await call(env, '/identification-list', { key: partner.key, query: { website_id: released.website.id } });
+    expect(partnerView.body.identifications).toEqual([
+      expect.objectContaining({ icp_scores: [expect.objectContaining({ icp_name: 'Partner ICP', score: 90, qualified: true })] }),
+    ]);
+    // The partner's master key sees its whole account: its own tracker and the released one.
+    const master = await call(env, 'list-visitors', { key: partner.key });
+    expect((master.body.visitors as Json[]).map((v) => v.ip).sort()).toEqual([PARTNER_VISITOR, CUSTOMER_VISITOR].sort());
+    expect((await call(env, '/identification-list', { key: partner.key, query: { website_id: own.website_id } })).status).toBe(200);
+  });
+
+  it('leaves the partner’s master key acting on the account', async () => {
+    expect((await call(env, 'api-create-connect-link', { key: partner.key, method: 'POST' })).status).toBe(201);
+    const status = await call(env, 'api-account-status', { key: partner.key, method: 'POST', headers: userHeaders(partnerUser) });
+    expect(status.status).toBe(200);
+    expect(status.body.balance).toBe(100);
   });
 });
 

@@ -120,7 +120,7 @@ describe('identification uses one ID per business identification', () => {
   });
 
   it('uses nothing for repeat visits within the period, and identifies afresh in the next period', async () => {
-    const site = await child();
+    const site = await child({ webhook_url: receiver.url, webhook_secret: 'child-secret-repeat' });
     await visit(site, APPLE(2));
     await work();
     await visit(site, APPLE(2), { session: 'later', path: '/again' });
@@ -392,11 +392,11 @@ describe('settling in batches', () => {
   }
 
   it('settles what is ready together, each as alone; a batch the database refuses is settled one by one, the bad one failing alone', async () => {
-    const site = await child();
+    const site = await child({ webhook_url: receiver.url, webhook_secret: 'child-secret-batches' });
     const rows = await queued(site, [APPLE(40), APPLE(41), APPLE(42), APPLE(43)]);
     expect(rows).toHaveLength(4);
     const settle = createIdentificationSettler(env.deps);
-    const item = (row: { id: string; ip: string }, result: object) => ({ id: row.id, apiKeyId: site.apiKeyId, ip: row.ip, result, cache: null });
+    const item = (row: { id: string; ip: string }, result: object) => ({ id: row.id, apiKeyId: site.apiKeyId, result, cache: null });
     const [a, b] = rows;
     const together = await Promise.all([
       settle(item(a as { id: string; ip: string }, apple())),
@@ -447,7 +447,7 @@ describe('settling in batches', () => {
 
 describe('200 concurrent first visits on a child with 50 IDs', () => {
   it('use exactly 50 IDs and suspend the child once', async () => {
-    const site = await child({ monthly_id_quota: 50 });
+    const site = await child({ monthly_id_quota: 50, webhook_url: receiver.url, webhook_secret: 'child-secret-200' });
     const [poolBefore] = await env.db<{ used: number }>`select ids_used_this_period as used from pools where account_id = ${partner.account_id}`;
     await Promise.all(Array.from({ length: 200 }, (_, i) => visit(site, APPLE(100 + i))));
     await aggregateTrackerEvents({ ctx: env.deps, input: {} });
@@ -466,5 +466,82 @@ describe('200 concurrent first visits on a child with 50 IDs', () => {
     const [poolAfter] = await env.db<{ used: number }>`select ids_used_this_period as used from pools where account_id = ${partner.account_id}`;
     expect((poolAfter?.used ?? 0) - (poolBefore?.used ?? 0)).toBe(50);
     if (!usingPostgres) console.log('(embedded PGlite serialises the workers; run with DATABASE_URL for real concurrency)');
+  });
+});
+
+describe('visitor_identified is written to the outbox only when the key has a webhook', () => {
+  const childEvents = (apiKeyId: string) =>
+    env.db<{ event: string; delivery_status: string }>`
+      select event, delivery_status from events where child_api_key_id = ${apiKeyId} and destination = 'child'`;
+
+  it('a key with no webhook identifies a visitor and uses its ID, and no event row is written', async () => {
+    const site = await child();
+    await visit(site, APPLE(60));
+    const report = await work();
+    expect(report.identifications).toMatchObject({ identified: 1 });
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 1 });
+    expect(await identification(site, APPLE(60))).toEqual([expect.objectContaining({ status: 'identified' })]);
+    expect(await childEvents(site.apiKeyId)).toEqual([]);
+  });
+
+  it('a key with a webhook gets one row, and it is delivered', async () => {
+    const site = await child({ webhook_url: receiver.url, webhook_secret: 'child-secret-outbox' });
+    const before = receiver.received.length;
+    await visit(site, APPLE(61));
+    await work();
+    await env.settle();
+    expect(await childEvents(site.apiKeyId)).toEqual([{ event: 'visitor_identified', delivery_status: 'delivered' }]);
+    const sent = receiver.received.slice(before).filter((r) => r.body.includes(site.apiKeyId));
+    expect(sent.map((r) => r.headers['x-service-event'])).toEqual(['visitor_identified']);
+  });
+});
+
+describe('an IPv6 visitor is its /64', () => {
+  /** Apple's own IPv6 network (AS714 in the shipped data): a business, US. */
+  const APPLE6 = (net: number, host: number) => `2403:300:a01:${net.toString(16)}::${host.toString(16)}`;
+
+  async function identificationsOf(site: Site) {
+    return env.db<{ ip: string; unit: string; status: string }>`
+      select host(ip) as ip, unit::text as unit, status from identifications where website_id = ${site.websiteId} order by created_at`;
+  }
+
+  it('60 addresses of one /64 use one ID and make one identification, which every one of them is listed with', async () => {
+    const site = await child({ webhook_url: receiver.url, webhook_secret: 'child-secret-v6' });
+    const addresses = Array.from({ length: 60 }, (_, i) => APPLE6(1, 0x100 + i));
+    for (const ip of addresses) await visit(site, ip);
+    const report = await work();
+    expect(report.identifications).toMatchObject({ identified: 1, dropped: 0 });
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 1, status: 'active' });
+    const rows = await identificationsOf(site);
+    expect(rows).toEqual([{ ip: expect.any(String), unit: '2403:300:a01:1::/64', status: 'identified' }]);
+    // The identification keeps the full address it was looked up by.
+    expect(addresses).toContain(rows[0]?.ip);
+    // An address of the /64 seen after it was identified shares it, and uses nothing.
+    await visit(site, APPLE6(1, 0x200));
+    await work();
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 1 });
+    expect(await identificationsOf(site)).toHaveLength(1);
+    // Each visitor is still its own address, and each is listed, with the /64's company.
+    const listed = await env.app.request(fn('list-visitors'), { headers: { 'x-access-key': site.key } });
+    const visitors = ((await listed.json()) as { visitors: { ip: string; domain: string; lookup_count: number }[] }).visitors;
+    expect(visitors.map((v) => v.ip).sort()).toEqual([...addresses, APPLE6(1, 0x200)].sort());
+    for (const v of visitors) expect(v).toMatchObject({ domain: 'apple.com', lookup_count: 1 });
+    // One webhook, naming the address the identification was made for.
+    await env.settle();
+    const [event] = await env.db<{ ip: string }>`
+      select body::jsonb -> 'data' ->> 'ip' as ip from events where child_api_key_id = ${site.apiKeyId} and event = 'visitor_identified'`;
+    expect(event?.ip).toBe(rows[0]?.ip);
+    expect(names(await eventsOf(env.db, site.apiKeyId)).filter((n) => n === 'visitor_identified')).toHaveLength(1);
+  });
+
+  it('two /64s are two identifications, and IPv4 addresses stay one each', async () => {
+    const site = await child();
+    for (const ip of [APPLE6(2, 1), APPLE6(2, 2), APPLE6(3, 1), APPLE(70), APPLE(71)]) await visit(site, ip);
+    const report = await work();
+    expect(report.identifications).toMatchObject({ identified: 4 });
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 4 });
+    expect((await identificationsOf(site)).map((r) => r.unit).sort()).toEqual(
+      ['2403:300:a01:2::/64', '2403:300:a01:3::/64', `${APPLE(70)}/32`, `${APPLE(71)}/32`].sort(),
+    );
   });
 });

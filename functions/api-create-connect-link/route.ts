@@ -3,6 +3,7 @@ import {
   CONNECT_LINK_TTL_DAYS,
   ConnectLink,
   callerKey,
+  connectPageUrl,
   createConnectLink,
   errorResponse,
   type FunctionDefinition,
@@ -18,7 +19,7 @@ export const route = createRoute({
   method: 'post',
   path: '/',
   summary: 'Create a connect link: a one-time page where a user connects their profile to the account (spec rule 2)',
-  description: `No body. The token is shown once (only its HMAC is kept) and works for ${CONNECT_LINK_TTL_DAYS} days and one completion; \`url\` is the link's page on this server, with the token in its fragment. Completing it (the page, or api-complete-connect-link) returns the user's id for \`x-user-id\`, and the account webhook receives \`user.connected\`.`,
+  description: `No body. The token is shown once (only its HMAC is kept) and works for ${CONNECT_LINK_TTL_DAYS} days and one completion; \`url\` is the link's page at the configured public address (PUBLIC_BASE_URL, never the request's Host), with the token in its fragment, or null where none is configured. Completing it (the page, or api-complete-connect-link) returns the user's id for \`x-user-id\`, and the account webhook receives \`user.connected\`. A key scoped to its own websites cannot make one (403).`,
   responses: {
     201: jsonAnswer('The link', CreateConnectLinkResponse),
     409: errorResponse('The account has 100 connect links open (unused and unexpired)'),
@@ -30,12 +31,11 @@ export const apiCreateConnectLink: FunctionDefinition = {
   mount: 'functions',
   method: 'POST',
   body: 'none',
-  policy: policies.accountKey,
+  policy: policies.accountActor,
   register(app) {
     openapi(app, route, async (c) => {
-      // The page is this function's sibling (`connect`), at the address this request came to.
-      const pageUrl = new URL('connect', c.req.url).href;
-      const link = await createConnectLink({ ctx: c.get('deps'), input: { accountId: callerKey(c).accountId, pageUrl } });
+      const deps = c.get('deps');
+      const link = await createConnectLink({ ctx: deps, input: { accountId: callerKey(c).accountId, pageUrl: connectPageUrl(deps) } });
       return c.json({ success: true as const, ...link }, 201);
     });
   },

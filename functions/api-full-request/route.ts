@@ -22,7 +22,8 @@ export const route = createRoute({
   path: '/',
   summary: 'Research a prospect and write them a personalised message, on behalf of a connected user',
   description:
-    'Costs research 3 credits (skipped with `research_summary`) plus message 2 credits, debited in the transaction that stores the message. ' +
+    'Costs research 3 credits (skipped with `research_summary`) plus message 2 credits: held from the balance before any provider or engine is called, ' +
+    'debited in the transaction that stores the message, given back if the work fails. ' +
     'The first request waits up to 25 s for the result, then answers 202 and finishes in the background. Repeating the request with the same ' +
     'x-idempotency-key answers 202 while it is in progress and the original result (the same bytes) once it is complete: never a second message ' +
     'or charge. A refusal (402, 403, 404) or a provider failure (502) gives the key back.',
@@ -33,7 +34,10 @@ export const route = createRoute({
     400: errorResponse(
       'Validation error naming the field and rule: prospect_url not a personal profile URL (https://[www.]linkedin.com/in/<slug>), a field too long, an unknown field',
     ),
-    402: jsonAnswer('The balance does not cover research and message; refused before any provider is called', NotEnoughCredits),
+    402: jsonAnswer(
+      'The balance, less what requests still at work hold, does not cover research and message; refused before any provider or engine is called',
+      NotEnoughCredits,
+    ),
     403: errorResponse('x-user-id is not connected to the key’s account, or product_id is a product of another account'),
     404: errorResponse('product_id names no product'),
     422: errorResponse('x-idempotency-key was already used for a different request'),

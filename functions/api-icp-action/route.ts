@@ -28,7 +28,7 @@ export const route = createRoute({
   path: '/',
   summary: 'ICPs and products: create, list, review, activate, pause, regenerate, delete',
   description:
-    'Dispatches on `action`. Every action but list_icps and list_products is idempotent under x-idempotency-key: a repeat while the first is in progress answers 202, a repeat after it the original answer (status and body), the same key with another request 422. A refused action (404, 403, 409) gives the key back.',
+    'Dispatches on `action`. Every action but list_icps and list_products is idempotent under x-idempotency-key: a repeat while the first is in progress answers 202, a repeat after it the original answer (status and body), the same key with another request 422. A refused action (404, 403, 409, 429) gives the key back. ICP generations (create_icp leaving fields to the AI engine, regenerate_icp) are limited to 20 per account in any hour.',
   request: { body: jsonBody(IcpActionRequest) },
   responses: {
     200: jsonAnswer(
@@ -46,6 +46,12 @@ export const route = createRoute({
     404: errorResponse('No such product or ICP'),
     409: errorResponse('The ICP’s state does not allow the action (the message names the state)'),
     422: errorResponse('x-idempotency-key was already used for a different request'),
+    429: {
+      ...errorResponse(
+        'create_icp leaving a field to the AI engine, or regenerate_icp, past the account’s 20 ICP generations in the last hour; nothing changed and the key is given back',
+      ),
+      headers: { 'Retry-After': { description: 'Seconds until the account may start another ICP generation', schema: { type: 'integer' } } },
+    },
   },
 });
 

@@ -30,7 +30,8 @@ export const ipToBestFit: FunctionDefinition = {
   name: 'ip-to-best-fit',
   mount: 'functions',
   method: 'POST',
-  policy: policies.accountKey,
+  // The account pays for lookups: a key scoped to its own websites (a released child's) may not spend its credits.
+  policy: policies.accountActor,
   meteredAs: 'ip-to-best-fit',
   usesIpData: true,
   register(app) {

@@ -28,7 +28,8 @@ export const ipToCompany: FunctionDefinition = {
   name: 'ip-to-company',
   mount: 'functions',
   method: 'POST',
-  policy: policies.accountKey,
+  // The account pays for lookups: a key scoped to its own websites (a released child's) may not spend its credits.
+  policy: policies.accountActor,
   meteredAs: 'ip-to-company',
   usesIpData: true,
   register(app) {

@@ -3,6 +3,7 @@ import {
   createCoreDeps,
   createKeyring,
   createMemoryRateLimiter,
+  createTrackerBudgets,
   type Database,
   type IpDeps,
   type Logger,
@@ -10,6 +11,7 @@ import {
   type PaymentProcessor,
   type RateLimiter,
   silentLogger,
+  type TrackerBudgets,
   trustedProxies,
 } from '@sightline/core';
 import { createHostApp, createNodeWebhookTransport, nodeHmacSha256Hex, nodeRemoteAddress, nodeSha256Base64 } from '@sightline/host';
@@ -38,6 +40,12 @@ export interface TestEnvOptions {
   sweepSecret?: string;
   /** How long usage and lookup reports gather before they are written (1 s, as in production). */
   reportFlushMs?: number;
+  /** PUBLIC_BASE_URL: where connect links point (unset: links carry no page URL). */
+  publicBaseUrl?: string;
+  /** Connect-link completions per client address; generous unless a test is about the limit. */
+  connectLinkRateLimiter?: RateLimiter;
+  /** collect's budgets; generous unless a test is about them. */
+  trackerBudgets?: TrackerBudgets;
 }
 
 export interface TestEnv extends TestDatabase {
@@ -71,8 +79,14 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     webhookTimeoutMs: opts.webhookTimeoutMs,
     remoteAddressOf: nodeRemoteAddress,
     trackerKick: opts.trackerKick ?? false,
+    // Generous too: suites that send many beacons from one address, or many new visitors to one site, are not about the budgets.
+    trackerBudgets:
+      opts.trackerBudgets ?? createTrackerBudgets({ beaconsPerAddressPerMinute: 1_000_000, newVisitorBeaconsPerWebsitePerMinute: 1_000_000 }),
     ...(opts.sweepSecret ? { sweepSecret: opts.sweepSecret } : {}),
     ...(opts.reportFlushMs !== undefined ? { reportFlushMs: opts.reportFlushMs } : {}),
+    ...(opts.publicBaseUrl ? { publicBaseUrl: opts.publicBaseUrl } : {}),
+    // In-process requests carry no client address, so every test's completions share one count.
+    connectLinkRateLimiter: opts.connectLinkRateLimiter ?? createMemoryRateLimiter({ limit: 1_000_000, windowSeconds: 60 }),
     ...(opts.trustedProxies ? { trustedProxies: trustedProxies(opts.trustedProxies) } : {}),
     ...(opts.ip ? { ip: await opts.ip(tdb.db) } : {}),
     ...(auth ? { authCache: auth.cache } : {}),

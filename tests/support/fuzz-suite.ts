@@ -104,7 +104,8 @@ export function describeFuzz(functions: FunctionDefinition[]): void {
       };
     }
     if (actsAsUser(def)) return { ...common, keys: [userKey, ...common.keys] };
-    if ([policies.accountKey, policies.trackerOwner].includes(def.policy)) return { ...common, keys: [accountKey, ...common.keys] };
+    const accountPolicies = [policies.accountKey, policies.accountActor, policies.trackerOwner];
+    if (accountPolicies.includes(def.policy)) return { ...common, keys: [accountKey, ...common.keys] };
     return common;
   }
 

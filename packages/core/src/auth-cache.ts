@@ -5,8 +5,8 @@ import { BoundedLru } from './lru.ts';
 /**
  * Key records by keyed hash, so a lookup that repeats its key skips the database. Correctness rests
  * on invalidation, from two directions:
- * - the database announces every change to a key's status, hash, role or account (triggers in
- *   migration 0005 NOTIFY on `sl_auth_changed`), and every process clears its cache when the
+ * - the database announces every change to a key's status, hash, role, scope or account (triggers
+ *   of migrations 0005 and 0028 NOTIFY on `sl_auth_changed`), and every process clears its cache when the
  *   notification arrives, or when its listening connection (re)connects, since it may have missed
  *   some while away;
  * - a request in this process that may change keys (every partner POST, every operator command)

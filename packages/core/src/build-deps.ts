@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { CONNECT_LINK_COMPLETIONS } from './account/complete-connect-link.ts';
 import { builtinEngine } from './ai/builtin-engine.ts';
 import type { AiEngine } from './ai/engine.ts';
 import { createOpenAiCompatibleEngine } from './ai/openai-compatible.ts';
@@ -11,6 +12,7 @@ import type { Database } from './db.ts';
 import { connectPostgres } from './db-postgres.ts';
 import { createCoreDeps } from './deps.ts';
 import { type IpDataSources, ipDepsFor } from './ip/assemble.ts';
+import { createRedisRateLimiter, createTrackerBudgets } from './limits.ts';
 import { trustedProxies } from './net/client-address.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
@@ -145,6 +147,17 @@ export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDe
     ...(runtime.remoteAddressOf ? { remoteAddressOf: runtime.remoteAddressOf } : {}),
     ...(runtime.headersOf ? { headersOf: runtime.headersOf } : {}),
     trustedProxies: trustedProxies(env.TRUSTED_PROXIES),
+    ...(env.PUBLIC_BASE_URL ? { publicBaseUrl: env.PUBLIC_BASE_URL } : {}),
+    // One count per address across replicas, like the API-wide limit.
+    ...(redis ? { connectLinkRateLimiter: createRedisRateLimiter(redis, CONNECT_LINK_COMPLETIONS, 'sl:rl:connect-link:') } : {}),
+    // Shared through Redis like the rate limit, so a budget holds across replicas.
+    trackerBudgets: createTrackerBudgets(
+      {
+        beaconsPerAddressPerMinute: env.TRACKER_BEACONS_PER_ADDRESS_PER_MINUTE,
+        newVisitorBeaconsPerWebsitePerMinute: env.TRACKER_NEW_VISITOR_BEACONS_PER_WEBSITE_PER_MINUTE,
+      },
+      redis,
+    ),
   });
   const built: BuiltDeps = {
     ...deps,

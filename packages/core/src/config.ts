@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AZURE_DEFAULT_API_VERSION, llmApiStyle } from './ai/openai-compatible.ts';
 import { parseCidr } from './ip/ranges.ts';
+import { DEFAULT_TRACKER_BUDGETS } from './limits.ts';
 
 const flag = z
   .enum(['0', '1', 'true', 'false', ''])
@@ -38,6 +39,22 @@ export const EnvSchema = z.object({
   ALLOW_PRIVATE_WEBHOOKS: flag,
   /** API-wide requests per minute per partner key (every partner endpoint but partner-pool-state). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
+  /**
+   * collect: beacons per client address (an IPv6 /64) per minute, every tracker together. A person
+   * sends a few a minute; this leaves room for an office behind one NAT and stops one client's flood.
+   */
+  TRACKER_BEACONS_PER_ADDRESS_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_TRACKER_BUDGETS.beaconsPerAddressPerMinute),
+  /**
+   * collect: beacons from new visitors (addresses the website has no identification for in this
+   * period: each may use an ID) per website per minute. Bounds how many IDs many addresses together
+   * can burn a minute; returning visitors' beacons are never counted against it.
+   */
+  TRACKER_NEW_VISITOR_BEACONS_PER_WEBSITE_PER_MINUTE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(DEFAULT_TRACKER_BUDGETS.newVisitorBeaconsPerWebsitePerMinute),
   /** Who charges auto-reloads: `builtin` (approve and record, for self-hosting) or `stripe`. */
   PAYMENTS_PROVIDER: z.enum(['builtin', 'stripe']).default('builtin'),
   STRIPE_SECRET_KEY: z
@@ -61,6 +78,24 @@ export const EnvSchema = z.object({
       (list) => list.every((c) => parseCidr(c) !== null),
       'TRUSTED_PROXIES must be a comma-separated list of CIDRs, e.g. 10.0.0.0/8,2001:db8::/32',
     ),
+  /**
+   * The spec's {base_url} as clients reach it: where the functions are, e.g.
+   * https://api.example.com/functions/v1 or https://<ref>.supabase.co/functions/v1. Connect links
+   * point to <PUBLIC_BASE_URL>/connect. Never taken from a request (its Host is the client's to
+   * write, and a TLS-terminating proxy makes every request look like http). Unset: a link has no
+   * page URL (`url: null`).
+   */
+  PUBLIC_BASE_URL: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      const text = raw?.trim();
+      if (!text) return undefined;
+      const checked = checkPublicBaseUrl(text);
+      if (typeof checked === 'string') return checked;
+      ctx.addIssue({ code: 'custom', message: `PUBLIC_BASE_URL ${checked.refused}` });
+      return z.NEVER;
+    }),
   /** Bearer token Supabase Cron presents to the scheduled sweep functions. */
   SWEEP_SECRET: z.string().min(32, 'SWEEP_SECRET must be at least 32 characters').optional(),
   /** How often the Node host runs the period rollover sweep (seconds). */
@@ -145,6 +180,36 @@ export const EnvSchema = z.object({
 });
 
 export type Env = z.infer<typeof EnvSchema>;
+
+/**
+ * Local development: a loopback host, which only this machine can reach, so plain http carries
+ * nothing over a network — `localhost` and names under it, 127.0.0.0/8, [::1].
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/\.$/, '');
+  return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/**
+ * PUBLIC_BASE_URL's rules: an absolute https URL (http only on a loopback host), with no
+ * credentials, query or fragment. Its canonical form has no trailing slash, so `<base>/connect`
+ * is always one slash apart.
+ */
+export function checkPublicBaseUrl(text: string): string | { refused: string } {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return { refused: 'must be an absolute URL, e.g. https://api.example.com/functions/v1' };
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { refused: 'must be an https:// URL' };
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
+    return { refused: 'must be an https:// URL (plain http only for localhost, 127.0.0.0/8 or [::1] in local development)' };
+  }
+  if (url.username || url.password) return { refused: 'must not contain a user name or password' };
+  if (url.search || url.hash || text.includes('?') || text.includes('#')) return { refused: 'must not have a query or fragment' };
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
 
 const EnvRules = EnvSchema.refine((e) => e.PAYMENTS_PROVIDER !== 'stripe' || e.STRIPE_SECRET_KEY, {
   message: 'STRIPE_SECRET_KEY is required when PAYMENTS_PROVIDER=stripe',

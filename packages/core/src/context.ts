@@ -5,7 +5,7 @@ import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
 import type { ApiLookupRecorder } from './ip/record-api-lookup.ts';
 import type { IpDeps } from './ip/resolve-ip.ts';
-import type { RateLimiter } from './limits.ts';
+import type { RateLimiter, TrackerBudgets } from './limits.ts';
 import type { TrustedProxies } from './net/client-address.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import type { PaymentProcessor } from './payments/processor.ts';
@@ -67,10 +67,26 @@ export interface CoreDeps {
   trustedProxies: TrustedProxies;
   /** Whether a stored beacon starts the tracker worker at once (tracker/work-tracker-queue.ts). */
   trackerKick: boolean;
+  /** collect's per-address and per-website budgets (tracker/beacon-budgets.ts). */
+  trackerBudgets: TrackerBudgets;
+  /**
+   * The service's public address (`PUBLIC_BASE_URL`, validated by config.ts): where connect links
+   * point. Absent, a link has no page URL; it is never taken from the request's Host.
+   */
+  publicBaseUrl?: string;
+  /** Connect-link completions per client address (http/policies.ts, `publicLinkCompletion`). */
+  connectLinkRateLimiter: RateLimiter;
 }
 
 /** A request's headers by lower-case name; a repeated one as the list of its values. */
 export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/**
+ * What a key may do (api_keys.scope, migration 0028): `account` acts on its account and reads all of
+ * it; `websites` reads only the websites it owns (every key of a partner account but the master: a
+ * released child, the partner's own tracker keys).
+ */
+export type KeyScope = 'account' | 'websites';
 
 /** An API key record as authentication found it (and the auth cache keeps it, frozen). */
 export interface KeyRecord {
@@ -80,6 +96,11 @@ export interface KeyRecord {
   isPartner: boolean;
   isPartnerMaster: boolean;
   parentApiKeyId: string | null;
+  /**
+   * Always set by authentication. Optional only so records written by hand (tests, benches) need
+   * not name it; an absent scope is read as the narrow one (auth/authenticate.ts, `actsOnAccount`).
+   */
+  scope?: KeyScope;
 }
 
 /** The designated master key of a partner account, active (partner-* endpoints). */

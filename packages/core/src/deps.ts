@@ -1,3 +1,4 @@
+import { CONNECT_LINK_COMPLETIONS } from './account/complete-connect-link.ts';
 import { createUsageMeter } from './account/usage-meter.ts';
 import { builtinEngine } from './ai/builtin-engine.ts';
 import type { AiEngine } from './ai/engine.ts';
@@ -8,7 +9,7 @@ import type { Keyring } from './crypto.ts';
 import type { Sql } from './db.ts';
 import { createApiLookupRecorder } from './ip/record-api-lookup.ts';
 import type { IpDeps } from './ip/resolve-ip.ts';
-import { createMemoryRateLimiter, type RateLimiter } from './limits.ts';
+import { createMemoryRateLimiter, createTrackerBudgets, DEFAULT_TRACKER_BUDGETS, type RateLimiter, type TrackerBudgets } from './limits.ts';
 import { type TrustedProxies, trustedProxies } from './net/client-address.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
 import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
@@ -42,8 +43,14 @@ export interface CoreDepsParts {
   trustedProxies?: TrustedProxies;
   /** Defaults to on: each stored beacon starts the tracker worker (tests that step it by hand turn it off). */
   trackerKick?: boolean;
+  /** Defaults to the documented budgets, in process. */
+  trackerBudgets?: TrackerBudgets;
   /** How long API-call counts and lookups gather in memory before one write (write-behind.ts); default 1 s. */
   reportFlushMs?: number;
+  /** `PUBLIC_BASE_URL`: where connect links point; unset, links carry no page URL. */
+  publicBaseUrl?: string;
+  /** Defaults to CONNECT_LINK_COMPLETIONS per client address, in process. */
+  connectLinkRateLimiter?: RateLimiter;
 }
 
 /** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
@@ -76,6 +83,9 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     ...(parts.headersOf ? { headersOf: parts.headersOf } : {}),
     trustedProxies: parts.trustedProxies ?? trustedProxies([]),
     trackerKick: parts.trackerKick ?? true,
+    ...(parts.publicBaseUrl ? { publicBaseUrl: parts.publicBaseUrl } : {}),
+    connectLinkRateLimiter: parts.connectLinkRateLimiter ?? createMemoryRateLimiter(CONNECT_LINK_COMPLETIONS),
+    trackerBudgets: parts.trackerBudgets ?? createTrackerBudgets(DEFAULT_TRACKER_BUDGETS),
     runner,
   };
 }

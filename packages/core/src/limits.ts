@@ -107,3 +107,36 @@ export function createRedisRateLimiter(redis: RedisEval, policy: RateLimitPolicy
     },
   };
 }
+
+/**
+ * Collect's budgets (tracker/beacon-budgets.ts): what one client, and many clients together, may
+ * make the tracker store and identify per minute. Counted like the API-wide limit (one count per
+ * key across replicas through Redis, in process without it or while it is down).
+ */
+export interface TrackerBudgets {
+  /** Beacons per client address (an IPv6 /64) per minute, every tracker together. */
+  perAddress: RateLimiter;
+  /** Beacons from new visitors (addresses the website has no identification for this period) per website per minute. */
+  newVisitorsPerWebsite: RateLimiter;
+}
+
+export interface TrackerBudgetPolicy {
+  beaconsPerAddressPerMinute: number;
+  newVisitorBeaconsPerWebsitePerMinute: number;
+}
+
+/** The defaults of TRACKER_BEACONS_PER_ADDRESS_PER_MINUTE and TRACKER_NEW_VISITOR_BEACONS_PER_WEBSITE_PER_MINUTE (config.ts). */
+export const DEFAULT_TRACKER_BUDGETS: TrackerBudgetPolicy = {
+  beaconsPerAddressPerMinute: 120,
+  newVisitorBeaconsPerWebsitePerMinute: 60,
+};
+
+/** Collect's budgets, shared through `redis` when there is one (each under its own key prefix). */
+export function createTrackerBudgets(policy: TrackerBudgetPolicy, redis?: RedisEval, prefix = 'sl:tb:'): TrackerBudgets {
+  const limiter = (limit: number, name: string) =>
+    redis ? createRedisRateLimiter(redis, { limit, windowSeconds: 60 }, `${prefix}${name}:`) : createMemoryRateLimiter({ limit, windowSeconds: 60 });
+  return {
+    perAddress: limiter(policy.beaconsPerAddressPerMinute, 'address'),
+    newVisitorsPerWebsite: limiter(policy.newVisitorBeaconsPerWebsitePerMinute, 'website'),
+  };
+}

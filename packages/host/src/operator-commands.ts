@@ -6,6 +6,7 @@ import {
   type CoreDeps,
   configureAutoReload,
   configureCreditReload,
+  connectPageUrl,
   connectUser,
   consumeIdentification,
   createConnectLink,
@@ -269,12 +270,13 @@ const commands = {
     run: (deps, f) => setPlan({ ctx: deps, input: { accountId: f['account-id'], plan: f.plan } }),
   }),
   'connect-link': command({
-    usage: 'connect-link --account-id A [--page-url U]   (U: the server’s connect page, e.g. https://api.example.com/functions/v1/connect)',
+    usage:
+      'connect-link --account-id A [--page-url U]   (U: the server’s connect page, e.g. https://api.example.com/functions/v1/connect; default <PUBLIC_BASE_URL>/connect)',
     schema: z.object({
       'account-id': uuid('account-id'),
       'page-url': z.url({ protocol: /^https?$/, message: '--page-url must be an http(s) URL' }).optional(),
     }),
-    run: (deps, f) => createConnectLink({ ctx: deps, input: { accountId: f['account-id'], pageUrl: f['page-url'] } }),
+    run: (deps, f) => createConnectLink({ ctx: deps, input: { accountId: f['account-id'], pageUrl: f['page-url'] ?? connectPageUrl(deps) } }),
   }),
   'connect-user': command({
     usage: 'connect-user --account-id A [--name N] [--linkedin-url U] [--title T] [--company C]   (a link made and completed at once)',

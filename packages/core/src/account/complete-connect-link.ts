@@ -6,6 +6,13 @@ import { Uuid, whenGiven } from '../schemas.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { ConnectLinkToken, connectLinkTokenHash } from './create-connect-link.ts';
 
+/**
+ * Completions allowed per client address (an IPv6 client by its /64) per window: the token is the
+ * endpoint's only credential. A person completes a link or two; twenty a minute leaves room for an
+ * office behind one address and stops one client hammering the endpoint.
+ */
+export const CONNECT_LINK_COMPLETIONS = { limit: 20, windowSeconds: 60 } as const;
+
 /** connected_users.linkedin_url's CHECK: a long slug of non-ASCII letters, percent-encoded, can exceed it. */
 const MAX_STORED_PROFILE_URL = 300;
 

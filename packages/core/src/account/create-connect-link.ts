@@ -29,12 +29,20 @@ export const ConnectLink = z
     token: z.string().openapi({ description: 'Shown once: only its HMAC is kept. Whoever holds it can connect one user to the account.' }),
     url: z.string().nullable().openapi({
       description:
-        'The link’s page (the token in its fragment, so it never reaches a server log); null when the server’s public address is not known (operator CLI without --page-url)',
+        'The link’s page at the configured public address (the token in its fragment, so it never reaches a server log); null when no public address is configured (PUBLIC_BASE_URL unset, or the operator CLI without --page-url)',
     }),
     expires_at: Timestamp.openapi({ description: `When the link stops working: ${CONNECT_LINK_TTL_DAYS} days after it was made` }),
   })
   .openapi('ConnectLink');
 export type ConnectLink = z.infer<typeof ConnectLink>;
+
+/**
+ * The connect page's address: the `connect` function beside the others at the configured public
+ * address (PUBLIC_BASE_URL). Undefined when none is configured — never guessed from a request, whose
+ * Host header is the client's to write.
+ */
+export const connectPageUrl = (ctx: Pick<CoreDeps, 'publicBaseUrl'>): string | undefined =>
+  ctx.publicBaseUrl ? `${ctx.publicBaseUrl}/connect` : undefined;
 
 /** The token's stored form: an HMAC under the server pepper, as for API keys (crypto.ts). */
 export const connectLinkTokenHash = (ctx: Pick<CoreDeps, 'keyring'>, token: string) => ctx.keyring.hashApiKey(token);
@@ -43,7 +51,7 @@ export const connectLinkTokenHash = (ctx: Pick<CoreDeps, 'keyring'>, token: stri
  * A one-time link that connects a user to `accountId` (spec rule 2): the token is returned once
  * and only its HMAC is stored; it works for CONNECT_LINK_TTL_DAYS and for one completion. An account
  * has at most 100 links open at once (409 beyond: sl_max_open_connect_links). `pageUrl` is the
- * connect page's address, which the HTTP route knows from its own URL.
+ * connect page's address: the HTTP route's comes from configuration (connectPageUrl), the CLI's from --page-url.
  */
 export async function createConnectLink({ ctx, input }: VerbArgs<{ accountId: string; pageUrl?: string }>): Promise<ConnectLink> {
   const token = `${TOKEN_PREFIX}${randomBase62(TOKEN_RANDOM_CHARS)}`;

@@ -35,10 +35,13 @@ import {
  * - Not JSON, cut off (`finish_reason: "length"`), or not matching the schema: ONE repair turn (the
  *   model sees its answer, the problem and the schema); a second bad answer → retryable error.
  * - HTTP 400/422 naming response_format or json_schema: the server does not support structured
- *   outputs. So does a complete answer that is not JSON at all, since a server honouring a strict
- *   schema can only emit JSON: it ignored response_format. Either way the instance switches to
- *   prompted JSON (the schema written into the system prompt, `response_format` left out) for this
- *   and every later call, and logs it once.
+ *   outputs; the call is resent at once in prompted JSON (the schema written into the system prompt,
+ *   `response_format` left out), and later calls of the instance use prompted JSON too for
+ *   `structuredRetryMs` (10 minutes), then ask for structured outputs again (a server is upgraded, a
+ *   proxy's error passes). A complete answer that is not JSON at all means this answer ignored the
+ *   schema: its repair turn goes in prompted JSON, and only that call's. Prose answers to
+ *   PROSE_ANSWERS_BEFORE_PROMPTED structured requests in a row mean the server ignores
+ *   response_format: prompted JSON for the same while. Each switch is logged once.
  * - 408, 409, 429, 5xx, timeouts and network errors: retried `maxRetries` times with exponential
  *   backoff and jitter, honouring `Retry-After` (and OpenAI's `retry-after-ms`); then retryable.
  * - 401, 403, 404 and other 4xx: configuration or request problems a retry cannot cure → not retryable.
@@ -70,7 +73,14 @@ export interface OpenAiCompatibleOptions {
   fetch?: typeof fetch | undefined;
   sleep?: ((ms: number) => Promise<void>) | undefined;
   log?: Logger | undefined;
+  /** How long the instance sends prompted JSON after the server showed it lacks structured outputs (default 10 minutes). */
+  structuredRetryMs?: number | undefined;
+  /** The clock of that wait (tests move it). */
+  now?: (() => number) | undefined;
 }
+
+/** Prose answers to structured requests in a row that show the server drops `response_format`. */
+export const PROSE_ANSWERS_BEFORE_PROMPTED = 3;
 
 /**
  * The first Azure OpenAI API version (GA) with structured outputs (`json_schema`); newer ones accept
@@ -124,27 +134,37 @@ export function createOpenAiCompatibleEngine(opts: OpenAiCompatibleOptions): AiE
   const maxDelay = opts.maxRetryDelayMs ?? 20_000;
   const doFetch = opts.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  // Remembered per instance: a server without structured outputs will not grow them between calls.
-  let prompted = false;
+  const now = opts.now ?? (() => Date.now());
+  const structuredRetryMs = opts.structuredRetryMs ?? 10 * 60_000;
+  // What the instance learnt of the server, for a while: until then calls start in prompted JSON.
+  // Not for good — one refusal or a few prose answers must not outlive a server's upgrade or a
+  // proxy's bad minute, so structured outputs are asked for again after it.
+  let promptedUntil = Number.NEGATIVE_INFINITY;
+  let proseInARow = 0;
 
   const fail = (message: string, retryable: boolean) => new AiEngineError(`${name}: ${redact(message, opts.apiKey)}`, retryable);
 
-  function usePromptedJson(why: string): void {
-    if (prompted) return;
-    prompted = true;
-    opts.log?.warn('ai engine falls back to prompted JSON', { engine: name, reason: redact(why, opts.apiKey) });
+  function rememberPrompted(why: string): void {
+    if (now() < promptedUntil) return;
+    promptedUntil = now() + structuredRetryMs;
+    opts.log?.warn('ai engine sends prompted JSON for a while', {
+      engine: name,
+      reason: redact(why, opts.apiKey),
+      retry_structured_in_s: Math.round(structuredRetryMs / 1000),
+    });
   }
 
-  /** One chat completion, with the transport retries. */
-  async function chat(messages: ChatMessage[], schemaName: string, schema: JsonSchema): Promise<ChatAnswer> {
+  /** One chat completion, with the transport retries; `mode.prompted` is this call's, and may switch here. */
+  async function chat(messages: ChatMessage[], schemaName: string, schema: JsonSchema, mode: { prompted: boolean }): Promise<ChatAnswer> {
     for (let attempt = 0; ; attempt++) {
       const body: Record<string, unknown> = { model: opts.model, messages };
-      if (!prompted) body.response_format = { type: 'json_schema', json_schema: { name: schemaName, strict: true, schema } };
+      if (!mode.prompted) body.response_format = { type: 'json_schema', json_schema: { name: schemaName, strict: true, schema } };
       const outcome = await send(body);
       if (outcome.kind === 'answer') return outcome.answer;
       if (outcome.kind === 'unsupported') {
         // Not a failed attempt: the same request, without what the server cannot take.
-        usePromptedJson(outcome.detail);
+        rememberPrompted(outcome.detail);
+        mode.prompted = true;
         messages = withPromptedSystem(messages, schema);
         attempt--;
         continue;
@@ -219,17 +239,28 @@ export function createOpenAiCompatibleEngine(opts: OpenAiCompatibleOptions): AiE
   /** Asks, judges, repairs once. */
   async function run<T>(task: Task<T>, user: string): Promise<T> {
     const { strict: schema, original } = schemasOf(task.schema);
+    const mode = { prompted: now() < promptedUntil };
     const base = (): ChatMessage[] => {
       const messages: ChatMessage[] = [
         { role: 'system', content: task.system },
         { role: 'user', content: user },
       ];
-      return prompted ? withPromptedSystem(messages, schema) : messages;
+      return mode.prompted ? withPromptedSystem(messages, schema) : messages;
     };
-    const first = await chat(base(), task.name, schema);
+    const structured = !mode.prompted;
+    const first = await chat(base(), task.name, schema, mode);
     const judged = judge(task, original, first);
+    // Counted only for answers to a structured request: a prompted one says nothing of response_format.
+    if (structured && !mode.prompted) proseInARow = judged.ok || !judged.notJson ? 0 : proseInARow + 1;
     if (judged.ok) return judged.value;
-    if (judged.notJson && !prompted) usePromptedJson('an answer that was not JSON');
+    if (judged.notJson && !mode.prompted) {
+      // This answer ignored the schema: its repair asks for JSON in the prompt.
+      mode.prompted = true;
+      if (proseInARow >= PROSE_ANSWERS_BEFORE_PROMPTED) {
+        proseInARow = 0;
+        rememberPrompted(`${PROSE_ANSWERS_BEFORE_PROMPTED} answers in a row that were not JSON while response_format was sent`);
+      }
+    }
     const repair: ChatMessage[] = [
       ...base(),
       // Some servers refuse an empty assistant turn, so an empty answer is shown as such.
@@ -239,7 +270,7 @@ export function createOpenAiCompatibleEngine(opts: OpenAiCompatibleOptions): AiE
         content: `Your answer could not be used: ${judged.problem}\nReply again with only the corrected JSON object, valid against this JSON Schema:\n${JSON.stringify(schema)}`,
       },
     ];
-    const second = judge(task, original, await chat(repair, task.name, schema));
+    const second = judge(task, original, await chat(repair, task.name, schema, mode));
     if (second.ok) return second.value;
     throw fail(`the answer was still unusable after one repair: ${second.problem}`, true);
   }

@@ -1,4 +1,4 @@
-import type { AccountKeyCaller, CoreDeps, KeyRecord, PartnerCaller, VerbArgs } from '../context.ts';
+import type { AccountKeyCaller, CoreDeps, KeyRecord, KeyScope, PartnerCaller, VerbArgs } from '../context.ts';
 import { isWellFormedApiKey } from '../crypto.ts';
 import { forbidden, unauthorized } from '../errors.ts';
 
@@ -9,6 +9,7 @@ interface KeyRow {
   is_partner_master: boolean;
   parent_api_key_id: string | null;
   is_partner: boolean;
+  scope: KeyScope;
 }
 
 /**
@@ -28,7 +29,7 @@ export async function findKeyRecord({ ctx, input }: VerbArgs<{ key: string | und
     const generation = cache?.begin() ?? 0;
     const hash = await ctx.keyring.hashApiKey(key);
     const [row] = await ctx.db<KeyRow>`
-      select k.id, k.account_id, k.status, k.is_partner_master, k.parent_api_key_id, a.is_partner
+      select k.id, k.account_id, k.status, k.is_partner_master, k.parent_api_key_id, a.is_partner, k.scope
       from api_keys k join accounts a on a.id = k.account_id
       where k.key_hash = ${hash}`;
     if (!row) throw unauthorized('x-access-key is not a valid API key');
@@ -40,6 +41,7 @@ export async function findKeyRecord({ ctx, input }: VerbArgs<{ key: string | und
       isPartner: row.is_partner,
       isPartnerMaster: row.is_partner_master,
       parentApiKeyId: row.parent_api_key_id,
+      scope: row.scope,
     });
     cache?.store(key, record, generation);
   }
@@ -50,6 +52,30 @@ export async function findKeyRecord({ ctx, input }: VerbArgs<{ key: string | und
 /** Any key of an account that is not revoked (a suspended key still reads and looks up). */
 export async function authenticateKey(args: VerbArgs<{ key: string | undefined }>): Promise<AccountKeyCaller> {
   return { kind: 'account-key', ...(await findKeyRecord(args)) };
+}
+
+/**
+ * Whether the key acts on its account (connect links, x-user-id calls, lookups the account pays
+ * for): only a key scoped to it. A record without a scope (written by hand) does not.
+ */
+export const actsOnAccount = (key: KeyRecord): boolean => key.scope === 'account';
+
+export const WEBSITES_SCOPE_MESSAGE = 'this key is scoped to its own websites and cannot act on the account';
+
+/**
+ * A key that acts on its account: any key that is not revoked, except one scoped to its own
+ * websites (a released child's key, a partner's tracker key), which is a 403 — decided here, before
+ * the route reads anything or the call is counted.
+ */
+export async function findAccountActorKey(args: VerbArgs<{ key: string | undefined }>): Promise<KeyRecord> {
+  const record = await findKeyRecord(args);
+  if (!actsOnAccount(record)) throw forbidden(WEBSITES_SCOPE_MESSAGE);
+  return record;
+}
+
+/** `findAccountActorKey` as the caller of an account-key route. */
+export async function authenticateAccountActor(args: VerbArgs<{ key: string | undefined }>): Promise<AccountKeyCaller> {
+  return { kind: 'account-key', ...(await findAccountActorKey(args)) };
 }
 
 /**

@@ -1,11 +1,12 @@
 import { z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { assertConnectedUser } from '../account/assert-connected-user.ts';
-import { authenticateKey, authenticatePartner, findKeyRecord } from '../auth/authenticate.ts';
+import { authenticateAccountActor, authenticateKey, authenticatePartner, findAccountActorKey } from '../auth/authenticate.ts';
 import type { Caller, PartnerCaller } from '../context.ts';
 import { AppError, unauthorized } from '../errors.ts';
 import { assertPoolHasIds } from '../ledger/assert-pool-has-ids.ts';
 import { clientAddress } from '../net/client-address.ts';
+import { parseIp } from '../net/ip.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import type { HonoEnv } from './definition.ts';
 import { requestHeader } from './request-header.ts';
@@ -43,7 +44,8 @@ export const securitySchemes = {
     type: 'apiKey' as const,
     in: 'header' as const,
     name: 'x-access-key',
-    description: 'An API key: the partner master key on partner-* routes; any key of the account elsewhere.',
+    description:
+      'An API key: the partner master key on partner-* routes; elsewhere a key of the account (one scoped to its own websites only reads them).',
   },
   SweepToken: {
     type: 'http' as const,
@@ -108,6 +110,47 @@ const dispatchAfterAction: MiddlewareHandler<HonoEnv> = async (c, next) => {
   }
 };
 
+/**
+ * Whom a completion is counted against: the client's address (net/client-address.ts), an IPv6
+ * client by its /64, which one host is commonly given whole and can step through. Requests whose
+ * address is unusable share one count, so they cannot escape the limit.
+ */
+function completionLimitKey(ip: string | null): string {
+  const parsed = ip === null ? null : parseIp(ip);
+  if (!parsed) return 'unknown';
+  if (parsed.version === 4) return ip as string;
+  return `${parsed.groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`;
+}
+
+/**
+ * The link's token is the only credential of api-complete-connect-link, so completions are limited
+ * per client address (CONNECT_LINK_COMPLETIONS, account/complete-connect-link.ts) before the body is checked or a token looked up.
+ * Headers as on partner routes; a refusal is not counted and changes nothing. The 429 is documented
+ * by the route (the contract suite makes every status a policy lists happen with the API-wide
+ * limiter, which this is not).
+ */
+const connectLinkLimits: MiddlewareHandler<HonoEnv> = async (c, next) => {
+  const caller = c.get('caller');
+  const d = await c.get('deps').connectLinkRateLimiter.hit(completionLimitKey(caller.kind === 'visitor' ? caller.ip : null));
+  const headers = {
+    'RateLimit-Policy': `"connect-link";q=${d.limit};w=${d.windowSeconds}`,
+    RateLimit: `"connect-link";r=${d.remaining};t=${d.resetSeconds}`,
+  };
+  if (!d.allowed) {
+    throw new AppError(
+      429,
+      `too many connect-link completions from this address: ${d.limit} per ${d.windowSeconds} s; retry in ${d.resetSeconds} s`,
+      {},
+      { ...headers, 'Retry-After': String(d.resetSeconds) },
+    );
+  }
+  for (const [k, v] of Object.entries(headers)) c.header(k, v);
+  await next();
+};
+
 /** The caller under a partner policy; any other kind reaching a partner step is a wiring mistake, not a client's. */
 export function partnerCallerOf(c: Context<HonoEnv>): PartnerCaller {
   const caller = c.get('caller');
@@ -118,6 +161,7 @@ export function partnerCallerOf(c: Context<HonoEnv>): PartnerCaller {
 const accessKey = (c: Context<HonoEnv>) => ({ ctx: c.get('deps'), input: { key: requestHeader(c, 'x-access-key') } });
 
 const KEY_401 = 'x-access-key missing, unknown, revoked or inactive';
+const WEBSITES_SCOPE_403 = 'The key is scoped to its own websites and cannot act on the account';
 const PARTNER_403 = 'Not the designated partner master key, not a partner account, or another partner’s resource';
 const LIMIT_HEADERS = {
   default: {
@@ -186,8 +230,24 @@ export const policies = {
   partnerRead: partnerPolicy({ limited: true, action: false }),
   partnerPoolRead: partnerPolicy({ limited: false, action: false }),
 
-  /** Any key of an account that is not revoked: a suspended key still looks up and reads. */
+  /**
+   * Any key of an account that is not revoked: a suspended key still reads. What a key scoped to its
+   * own websites may see is narrowed by the verb (identification-list: its own websites).
+   */
   accountKey: accountKeyPolicy('Any key of the account'),
+
+  /**
+   * A key that acts on its account — makes connect links, spends its credits — so not one scoped to
+   * its own websites (a released child's key in a partner's account), which is a 403 before any work.
+   */
+  accountActor: {
+    description: 'A key that acts on the account (not one scoped to its own websites)',
+    authenticate: (c) => authenticateAccountActor(accessKey(c)),
+    middleware: [],
+    errors: { 401: KEY_401, 403: WEBSITES_SCOPE_403 },
+    security: [{ AccessKey: [] }],
+    cors: false,
+  } satisfies Policy,
 
   /**
    * The key that owns a tracker (a child's key, or a partner's master key for its own trackers):
@@ -208,6 +268,19 @@ export const policies = {
    * body is the credential — and no CORS, because only the link's own page, on this origin, calls it.
    */
   publicLink: publicPolicy('No key: the connect link’s token, in the body, is the credential', { cors: false }),
+
+  /** Completing a connect link: `publicLink`, limited per client address (CONNECT_LINK_COMPLETIONS). */
+  publicLinkCompletion: {
+    ...publicPolicy('No key: the connect link’s token, in the body, is the credential; limited per client address', { cors: false }),
+    middleware: [connectLinkLimits],
+    responseHeaders: {
+      default: {
+        RateLimit: 'Remaining completions from this address and seconds to the reset (IETF RateLimit fields draft)',
+        'RateLimit-Policy': 'The limit: completions per window per client address',
+      },
+      '429': { 'Retry-After': 'Seconds until the limit resets' },
+    },
+  } satisfies Policy,
 
   /** The scheduler: `Authorization: Bearer $SWEEP_SECRET`; without a configured secret nobody may. */
   sweep: {
@@ -256,7 +329,8 @@ function connectedUserPolicy(headers: typeof UserHeaders | typeof IdempotentUser
   return {
     description: 'A connected user, through any key of the account',
     authenticate: async (c) => {
-      const key = await findKeyRecord(accessKey(c));
+      // A key scoped to its own websites acts for nobody: refused before the user is looked up.
+      const key = await findAccountActorKey(accessKey(c));
       const h = parseHeaders(headers, c);
       await assertConnectedUser({ ctx: c.get('deps'), input: { accountId: key.accountId, userId: h['x-user-id'] } });
       return {
@@ -270,7 +344,7 @@ function connectedUserPolicy(headers: typeof UserHeaders | typeof IdempotentUser
     errors: {
       400: 'A missing or malformed x-user-id (or x-idempotency-key)',
       401: KEY_401,
-      403: 'x-user-id is not a user connected to the key’s account',
+      403: 'x-user-id is not a user connected to the key’s account, or the key is scoped to its own websites',
     },
     headers,
     security: [{ AccessKey: [] }],

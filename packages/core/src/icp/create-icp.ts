@@ -5,19 +5,20 @@ import { CreateIcpInput, checkedInput, ICP_FIELD_NAMES, type Icp } from './schem
 /**
  * create_icp: an ICP of the account, linked to one of its products, queued for generation
  * (workflow_status `generating`, review_status `pending_review`); the engine later fills only the
- * fields the caller left out (generate-icps.ts). One transaction (sl_create_icp): the plan limit is
+ * fields the caller left out (generate-icps.ts). One statement (sl_create_icp): the plan limit is
  * checked under the account's lock, so creates racing at the limit cannot both pass (403 naming
- * the plan and its limit); an unknown product is a 404, another account's a 403. With an
- * idempotency key, the 201 answer is stored as the key's outcome in that same transaction.
+ * the plan and its limit); so is the account's hourly allowance of ICP generations when a field is
+ * left to the engine (429, its wait in `extra.retry_after`); an unknown product is a 404, another
+ * account's a 403. Run it in the transaction that stores the caller's answer (run-icp-action.ts).
  */
-export async function createIcp({ ctx, input }: VerbArgs<{ accountId: string; icp: unknown; idempotencyKey?: string }>): Promise<Icp> {
+export async function createIcp({ ctx, input }: VerbArgs<{ accountId: string; icp: unknown }>): Promise<Icp> {
   const { product_id, qualify_threshold, ...rest } = checkedInput(CreateIcpInput, input.icp);
   // Only the fields given: their names are what generation leaves alone.
   const fields = Object.fromEntries(ICP_FIELD_NAMES.filter((k) => rest[k] !== undefined).map((k) => [k, rest[k]]));
   const [row] = await sqlCall(
     () => ctx.db<{ icp: Icp }>`
       select sl_create_icp(${input.accountId}::uuid, ${product_id}::uuid, ${JSON.stringify(fields)}::text::jsonb,
-                           ${qualify_threshold ?? null}::int, ${input.idempotencyKey ?? null}::uuid) as icp`,
+                           ${qualify_threshold ?? null}::int, null::uuid) as icp`,
   );
   if (!row) throw new Error('sl_create_icp returned no row');
   return row.icp;

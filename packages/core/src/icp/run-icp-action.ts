@@ -31,9 +31,10 @@ const written = (status: number, result: object): IcpActionAnswer => ({ status, 
  * takes the key first (`api-icp-action:<action>`, the user and the parsed body as its fingerprint):
  * a repeat while the first is at work answers 202 processing, a repeat after it the stored answer
  * as it was stored, the same key with another request 422. The action and its stored answer commit
- * in one transaction (sl_create_icp stores create_icp's itself), so a key never holds an answer for
- * work that did not happen, nor work without its answer. A refusal (404, 403, 409, the plan limit)
- * rolled back everything, and the key is given back so the fixed request may reuse it.
+ * in one transaction, the answer being the very text sent, so a key never holds an answer for work
+ * that did not happen, nor work without its answer, and a repeat answers the same bytes. A refusal
+ * (404, 403, 409, the plan limit, 429 past the hourly allowance of ICP generations) rolled back
+ * everything, and the key is given back so the fixed request may reuse it.
  */
 export async function runIcpAction({
   ctx,
@@ -73,8 +74,15 @@ export async function runIcpAction({
     await releaseIdempotentRequest({ ctx, input: { accountId, key } }).catch((releaseErr: unknown) =>
       ctx.log.warn('idempotency key not released', { error: releaseErr instanceof Error ? releaseErr.message : String(releaseErr) }),
     );
-    throw err;
+    throw withRetryAfter(err);
   }
+}
+
+/** The generation allowance's 429 carries its wait as SQL detail (`retry_after`); it leaves as the Retry-After header. */
+function withRetryAfter(err: unknown): unknown {
+  if (!(err instanceof AppError) || err.status !== 429 || typeof err.extra.retry_after !== 'number') return err;
+  const { retry_after: seconds, ...extra } = err.extra;
+  return new AppError(429, err.message, extra, { ...err.headers, 'Retry-After': String(seconds) });
 }
 
 /** One mutating action, its answer stored as the key's outcome in the same transaction. */
@@ -88,7 +96,7 @@ async function perform(ctx: CoreDeps, accountId: string, key: string, request: M
   switch (request.action) {
     case 'create_icp': {
       const { action: _action, ...icp } = request;
-      const created = written(201, await createIcp({ ctx, input: { accountId, icp, idempotencyKey: key } }));
+      const created = await inOneTransaction(201, (tx) => createIcp({ ctx: tx, input: { accountId, icp } }));
       kickIcpGeneration(ctx);
       return created;
     }

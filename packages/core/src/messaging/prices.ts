@@ -8,7 +8,7 @@
  */
 export const MESSAGE_PRICES = { research: 3, message: 2 } as const;
 
-/** The credits a request needs: checked before any provider call, debited when the message is stored. */
+/** The credits a request needs: held before any provider or engine call (credit-holds.ts), debited when the message is stored. */
 export function fullRequestCost(opts: { researchGiven: boolean }): { research: number; message: number; total: number } {
   const research = opts.researchGiven ? 0 : MESSAGE_PRICES.research;
   return { research, message: MESSAGE_PRICES.message, total: research + MESSAGE_PRICES.message };

@@ -18,6 +18,7 @@ import { findUnstorableText } from '../http/storable-text.ts';
 import { urlOnlyProfile } from '../research/url-only.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { researchFromCallerText } from './caller-research.ts';
+import { holdCredits, releaseCreditHold } from './credit-holds.ts';
 import { fullRequestCost } from './prices.ts';
 import { checkedFullRequest, type FullRequestInput, type MessageProcessing } from './schemas.ts';
 
@@ -80,10 +81,12 @@ const processing = (): FullRequestOutcome => ({ status: 202, body: { success: tr
  *
  * Invariants: a key gives at most one message and one set of debits (the message, its debits, the
  * message.completed event and the key's stored response are one transaction, sl_complete_message,
- * and messages are unique per key); nothing is charged unless the message is stored; a request the
- * balance cannot pay for is refused with 402 before any provider or engine is called; a refusal or a
- * provider failure gives the key back, so the caller may fix the cause and repeat with it; a repeat
- * after completion answers the stored body byte for byte.
+ * and messages are unique per key); nothing is charged unless the message is stored; the whole cost
+ * is held before any provider or engine is called (credit-holds.ts), so a request the balance cannot
+ * pay for — counting what requests still at work hold — is refused with 402 before any provider or
+ * engine is called, however many race; a refusal or a failure gives the hold and the key back, so
+ * the caller may fix the cause and repeat with it; a repeat after completion answers the stored body
+ * byte for byte.
  */
 export async function requestFullMessage({ ctx, input }: VerbArgs<RequestFullMessageInput>): Promise<FullRequestOutcome> {
   const request = checkedFullRequest(input.request);
@@ -153,7 +156,7 @@ function notEnoughCredits(cost: Plan['cost'], balance: number): AppError {
   });
 }
 
-/** Everything decided before a provider is called: the product, the sender, and that the balance covers the cost. */
+/** Everything decided before a provider is called: the product, the sender, and the cost, held from the balance. */
 async function planRequest(ctx: CoreDeps, input: RequestFullMessageInput & { request: FullRequestInput }): Promise<Plan> {
   const { request } = input;
   let product: Plan['product'] = null;
@@ -187,9 +190,17 @@ async function planRequest(ctx: CoreDeps, input: RequestFullMessageInput & { req
     throw new AppError(422, `x-idempotency-key was used for a message on ${used.created_at}, whose stored result has expired; use a new key`);
   }
   const cost = fullRequestCost({ researchGiven: request.research_summary !== undefined });
-  const [account] = await ctx.db<{ credit_balance: number }>`select credit_balance from accounts where id = ${input.accountId}`;
-  if (!account) throw new AppError(404, 'no such account');
-  if (account.credit_balance < cost.total) throw notEnoughCredits(cost, account.credit_balance);
+  // Last, so nothing after it can refuse the request with the credits still held.
+  try {
+    await holdCredits({
+      ctx,
+      input: { accountId: input.accountId, idempotencyKey: input.idempotencyKey, amount: cost.total, ttlMs: FULL_REQUEST_TIMINGS.leaseMs },
+    });
+  } catch (err) {
+    if (err instanceof AppError && err.status === 402) throw notEnoughCredits(cost, Number(err.extra.credit_balance ?? 0));
+    if (err instanceof AppError && err.status === 404) throw new AppError(404, 'no such account');
+    throw err;
+  }
   return {
     accountId: input.accountId,
     userId: input.userId,
@@ -284,7 +295,7 @@ async function researchStep(ctx: CoreDeps, plan: Plan, remainingMs: () => number
   return { summary, forMessage: summary, profile, source: profile.source };
 }
 
-/** Research, message, then one transaction that pays for and stores it. Any failure gives the key back. */
+/** Research, message, then one transaction that pays for and stores it. Any failure gives the hold and the key back. */
 async function produceMessage(ctx: CoreDeps, plan: Plan, t: { deadlineMs: number; researchTimeoutMs: number }): Promise<string> {
   const keyRef = { accountId: plan.accountId, key: plan.idempotencyKey };
   const deadline = Date.now() + t.deadlineMs;
@@ -314,9 +325,23 @@ async function produceMessage(ctx: CoreDeps, plan: Plan, t: { deadlineMs: number
     const body = await completeMessage(ctx, plan, research, message, engine, messageSettings(template).message_type);
     return body;
   } catch (err) {
-    if (!(err instanceof AlreadyCompleted)) await giveKeyBack(ctx, keyRef);
+    // The hold first: once the key is free a repeat may hold afresh under it.
+    await giveHoldBack(ctx, keyRef);
     if (err instanceof AlreadyCompleted) return err.body;
+    await giveKeyBack(ctx, keyRef);
     throw err;
+  }
+}
+
+async function giveHoldBack(ctx: CoreDeps, keyRef: { accountId: string; key: string }): Promise<void> {
+  try {
+    await releaseCreditHold({ ctx, input: { accountId: keyRef.accountId, idempotencyKey: keyRef.key } });
+  } catch (err) {
+    // The hold then goes back when it expires (the account's next hold, or the minute sweep).
+    ctx.log.error('api-full-request: could not release the credit hold', {
+      account_id: keyRef.accountId,
+      error: err instanceof Error ? err.message : String(err),
+    });
   }
 }
 
@@ -340,7 +365,8 @@ async function completeMessage(ctx: CoreDeps, plan: Plan, research: Research, me
     );
   } catch (err) {
     if (err instanceof AppError && err.status === 402) {
-      // A concurrent request spent the credits after this one's check: report the whole cost and today's balance.
+      // This request's hold expired while it worked (and went back), and others spent the credits since:
+      // report the whole cost and the balance now.
       const [account] = await ctx.db<{ credit_balance: number }>`select credit_balance from accounts where id = ${plan.accountId}`;
       throw notEnoughCredits(plan.cost, account?.credit_balance ?? 0);
     }

@@ -5,6 +5,11 @@ import { badRequest, notFound } from '../errors.ts';
 
 /** The rows an operator verb writes for an account: a key, a website, and its pool's id. */
 
+/**
+ * A new key of `accountId`. The database gives it its scope (migration 0028, sl_key_scope): a
+ * partner's master key and a direct account's keys act on the account; any other key of a partner
+ * account (the partner's own trackers) reads only its own websites.
+ */
 export async function insertKey(tx: Sql, ctx: CoreDeps, accountId: string, opts: { master: boolean }): Promise<{ id: string; key: string }> {
   const key = generateApiKey();
   const hash = await ctx.keyring.hashApiKey(key);

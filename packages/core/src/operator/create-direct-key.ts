@@ -3,7 +3,11 @@ import { notFound } from '../errors.ts';
 import { normaliseTrackerDomain } from '../tracker-domain.ts';
 import { insertKey, insertWebsite } from './account-records.ts';
 
-/** Another direct key with its own website under an existing account (e.g. a partner's own tracker). */
+/**
+ * Another direct key with its own website under an existing account (e.g. a partner's own tracker).
+ * In a partner account it reads only its own websites, since the master key alone acts on a partner
+ * account; in a direct account it acts on the account, as the first key does (insertKey).
+ */
 export async function createDirectKey({ ctx, input }: VerbArgs<{ accountId: string; domain: string }>) {
   const domain = normaliseTrackerDomain(input.domain, '--domain');
   return ctx.db.begin(async (tx) => {

@@ -25,7 +25,10 @@ export const AdoptedChild = z.object({
 });
 export type AdoptedChild = z.infer<typeof AdoptedChild>;
 
-/** partner-adopt-existing-key: the caller's direct key becomes a managed child; not rotated. */
+/**
+ * partner-adopt-existing-key: the caller's direct key becomes a managed child; not rotated. Like every
+ * child key it acts on its own (phantom) account again, whatever scope it had as a direct key.
+ */
 export async function adoptExistingKey({ ctx, input }: VerbArgs<AdoptExistingKeyInput, PartnerCtx>): Promise<AdoptedChild> {
   const name = input.name.trim();
   if (!name) throw badRequest('name is required');

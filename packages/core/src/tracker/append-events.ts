@@ -5,6 +5,8 @@ export interface TrackerEventRow {
   tracking_script_id: string;
   kind: 'pageview' | 'engagement';
   page_host: string;
+  /** The host of the browser's Origin (or Referer), which must pass the page host's rule too; absent when it sent neither. */
+  origin_host?: string | null;
   ip: string;
   is_bot: boolean;
   session_id: string;

@@ -123,7 +123,7 @@ async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<v
       return;
     }
     const gaveUp = { status: 'failed', traffic_type: 'unknown', reason: `The lookup failed ${row.attempts} times.`, confidence: 0, country: '' };
-    await settle({ id: row.id, apiKeyId: row.api_key_id, ip: row.ip, result: gaveUp, cache: null });
+    await settle({ id: row.id, apiKeyId: row.api_key_id, result: gaveUp, cache: null });
     report.failed++;
     return;
   }
@@ -131,7 +131,7 @@ async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<v
   const person = isBusiness(v) ? await personFor(ctx, v) : null;
   // A fresh lookup is cached for the account (the reserved ranges are not worth a row).
   const cache = resolution.source === 'lookup' ? v : null;
-  const settled = await settle({ id: row.id, apiKeyId: row.api_key_id, ip: row.ip, result: resultOf(v, person), cache });
+  const settled = await settle({ id: row.id, apiKeyId: row.api_key_id, result: resultOf(v, person), cache });
   if (settled.outcome === 'failed') report.failed++;
   else if (settled.outcome === 'consumed' || settled.outcome === 'not_metered') report.identified++;
   else if (settled.outcome !== 'settled') report.dropped++;
@@ -144,11 +144,11 @@ async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<v
 
 /**
  * The tracker worker's second step: every pending identification (queued by aggregation, one per
- * address, website and billing period) is resolved through the IP waterfall — the same caches as
- * ip-to-company, under the account's `tracker` results — and settled as `sl_settle_identification`
- * settles one: a business uses one ID and emits `visitor_identified` to the key's webhook; anything
- * else uses nothing. One tracker key's settles that are ready together share one transaction
- * (settle-identifications.ts). Claims are bounded, leased and taken with SKIP LOCKED, so replicas
+ * address — an IPv6 visitor's /64 — website and billing period) is resolved through the IP waterfall
+ * (the address it was queued with) — the same caches as ip-to-company, under the account's `tracker`
+ * results — and settled as `sl_settle_identification` settles one: a business uses one ID and emits
+ * `visitor_identified` to the key's webhook when it has one; anything else uses nothing. One
+ * tracker key's settles that are ready together share one transaction (settle-identifications.ts). Claims are bounded, leased and taken with SKIP LOCKED, so replicas
  * and the scheduled function share the work; a claim whose worker died is taken over when its
  * lease runs out, and settling twice is a no-op. Runs until a claim comes back short of a full batch, or `maxClaims`.
  */

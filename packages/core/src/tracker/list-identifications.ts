@@ -54,7 +54,9 @@ export type Identification = z.infer<typeof Identification>;
 
 /**
  * identification-list: the identifications of one website of the key's account, newest first.
- * A website of another account is a 404, as one that does not exist. `icp_scores` are the scores
+ * A website of another account is a 404, as one that does not exist; so is, for a key scoped to its
+ * own websites (a released child's), a website of the account it does not own, and such a key sees
+ * no ICP scores (the ICPs are the account's, not the key holder's). `icp_scores` are the scores
  * against the account's active ICPs, highest first (icp/score-identifications.ts writes them); a
  * paused ICP's scores are hidden until it is active again. `qualified=true` lists what any active ICP
  * qualifies, `false` the rest.
@@ -63,10 +65,16 @@ export async function listIdentifications({
   ctx,
   input,
 }: VerbArgs<ListIdentificationsInput & { key: KeyRecord }>): Promise<{ identifications: Identification[] }> {
-  const [site] = await ctx.db<{ id: string }>`
-    select w.id from websites w join api_keys k on k.id = w.api_key_id
-    where w.id = ${input.website_id} and k.account_id = ${input.key.accountId}`;
+  // The key's scope from its row, as list-visitors reads it: a website of the account that a key
+  // scoped to its own websites does not own is answered as another account's.
+  const [site] = await ctx.db<{ id: string; acts_on_account: boolean }>`
+    select w.id, me.scope = 'account' as acts_on_account
+    from websites w join api_keys k on k.id = w.api_key_id join api_keys me on me.id = ${input.key.apiKeyId}
+    where w.id = ${input.website_id} and k.account_id = ${input.key.accountId}
+      and (me.scope = 'account' or w.api_key_id = me.id)`;
   if (!site) throw notFound('no such website for this key');
+  // The account's ICPs are the account's: a key scoped to its websites sees no scores, and nothing qualified.
+  const icpAccount = site.acts_on_account ? input.key.accountId : null;
   // Custom plans, as list-visitors: one statement serves every combination of filters.
   const identifications = await ctx.db.begin(async (tx) => {
     await tx`set local plan_cache_mode = force_custom_plan`;
@@ -83,7 +91,7 @@ export async function listIdentifications({
         select jsonb_agg(jsonb_build_object('icp_id', p.id, 'icp_name', p.name, 'score', s.score, 'qualified', s.qualified,
                                             'ai_summary', s.ai_summary) order by s.score desc, p.created_at, p.id)
         from icp_scores s join icps p on p.id = s.icp_id
-        where s.identification_id = i.id and p.account_id = ${input.key.accountId}::uuid and p.workflow_status = 'active'
+        where s.identification_id = i.id and p.account_id = ${icpAccount}::uuid and p.workflow_status = 'active'
       ), '[]'::jsonb) as icp_scores,
       jsonb_build_object(
         'pages_visited', coalesce(v.pages_viewed, 0), 'duration_seconds', coalesce(v.active_ms / 1000, 0),
@@ -96,7 +104,7 @@ export async function listIdentifications({
       -- Qualified: some active ICP of the account qualifies it (a paused ICP's scores do not count).
       and (${input.qualified ?? null}::boolean is null or ${input.qualified ?? null}::boolean = exists (
         select 1 from icp_scores s join icps p on p.id = s.icp_id
-        where s.identification_id = i.id and s.qualified and p.account_id = ${input.key.accountId}::uuid and p.workflow_status = 'active'))
+        where s.identification_id = i.id and s.qualified and p.account_id = ${icpAccount}::uuid and p.workflow_status = 'active'))
     order by i.created_at desc, i.id
     limit ${input.limit} offset ${input.offset}`;
   });

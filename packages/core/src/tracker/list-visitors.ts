@@ -95,7 +95,8 @@ const ADDRESS_START = /^[0-9a-f.:]+$/i;
 
 /**
  * list-visitors: the identified visitors of the trackers the key can access (its account's — a
- * child's own, or a partner's own direct trackers for its master key) and, for `source` all/api,
+ * child's own, or a partner's own direct trackers for its master key; only its own for a key scoped
+ * to its websites, such as a released child's, which sl_list_visitors reads from the key's row) and, for `source` all/api,
  * the key's own identified ip-to-company / ip-to-best-fit lookups. An address the trackers saw is
  * listed once as a tracker row, not again as an api row. Newest last_seen first; `total` counts
  * the whole filtered set. A suspended key still reads its data.
@@ -106,7 +107,7 @@ const ADDRESS_START = /^[0-9a-f.:]+$/i;
  * a search costs what it finds, not what the table holds. Without a search the page is taken from
  * the newest rows of each tracker and of the key's lookups, and the total counted by index, so the
  * default view reads what its page shows plus one count (migration 0027). The query is one SQL
- * function, sl_list_visitors (migrations 0013 and 0027), which also writes the rows as JSON.
+ * function, sl_list_visitors (migrations 0013, 0027 and 0028), which also writes the rows as JSON.
  */
 export async function listVisitors({ ctx, input }: VerbArgs<ListVisitorsInput & { key: KeyRecord }>): Promise<VisitorsPageText> {
   const site = input.tracker_site === undefined ? null : normaliseTrackerDomain(input.tracker_site, 'tracker_site');

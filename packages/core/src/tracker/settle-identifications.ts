@@ -19,8 +19,6 @@ export interface SettleItem {
   id: string;
   /** The tracker key the identification uses an ID of: a batch holds one key's. */
   apiKeyId: string;
-  /** The visitor's address: a batch settles in address order (the account's cached result is a row per address). */
-  ip: string;
   /** The identification's columns for the verdict (sl_settle_identification reads them by name). */
   result: object;
   /** A fresh lookup, cached for the owner's account; null when the answer came from a cache. */
@@ -46,6 +44,10 @@ interface Waiting extends SettleItem {
  * pool while it waited for the second key's row, which another replica's batch (or a partner
  * action on that key) may hold while it waits for the pool, and Postgres would cancel one of them
  * as a deadlock. One key per batch takes the rows in the order a single consumption does.
+ *
+ * Within a batch the rows are taken in the database's lock order (visitors, then identifications,
+ * then cached lookups, each sorted by Postgres: migration 0030 writes it down), which aggregation
+ * follows too; the order the settles arrive in here does not matter.
  *
  * A batch that fails (a row the database refuses) is retried one identification at a time, so
  * each settle gets its own answer or its own error; the refusal is logged.
@@ -74,9 +76,6 @@ export function createIdentificationSettler(ctx: CoreDeps): (item: SettleItem) =
 
   async function settleBatch(batch: Waiting[]): Promise<void> {
     if (batch.length > 1) {
-      // In address order: two batches of the key (two workers) that store the account's result
-      // for the same address (two of its websites) take that row in the same order.
-      batch.sort((a, b) => (a.ip < b.ip ? -1 : a.ip > b.ip ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       const rows = await settleMany(ctx, batch).catch((err: unknown) => {
         ctx.log.warn('identification settle batch refused; settling one by one', {
           identifications: batch.length,
@@ -105,13 +104,16 @@ export function createIdentificationSettler(ctx: CoreDeps): (item: SettleItem) =
     });
 }
 
+/** The answers in the order of `items` (the database settles them in its lock order and answers in that). */
 async function settleMany(ctx: CoreDeps, items: SettleItem[]): Promise<Settled[]> {
   const payload = JSON.stringify(items.map((w) => ({ id: w.id, result: w.result, cache: w.cache })));
   const rows = await ctx.db<Settled & { id: string }>`
     select id, outcome, reload_pool_id, partner_account_id, emitted
     from sl_settle_identifications(${payload}::text::jsonb, ${CACHE_TTL}::interval)`;
-  if (rows.length !== items.length || rows.some((r, i) => r.id !== items[i]?.id)) {
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const answers = items.flatMap((w) => byId.get(w.id) ?? []);
+  if (rows.length !== items.length || answers.length !== items.length) {
     throw new Error(`sl_settle_identifications answered ${rows.length} rows for ${items.length} identifications`);
   }
-  return rows;
+  return answers;
 }
