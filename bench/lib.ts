@@ -180,7 +180,7 @@ export async function serveForBench(
     env?: Record<string, string>;
   },
 ): Promise<BenchServer> {
-  if (!env.url) throw new Error('this bench serves `npm run serve` on Postgres: set DATABASE_URL (see README, Benchmarks)');
+  if (!env.url) throw new Error('this bench serves `npm run serve` on Postgres: set DATABASE_URL (see docs/operating.md, Benchmarks)');
   await buildHost();
   // childEnv: no Redis, so the hot cache is the in-process one `npm run serve` builds without it.
   const serverEnv = childEnv({

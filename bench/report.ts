@@ -12,6 +12,8 @@ import { type Figure, machineLine, meetsGoal, setting } from './lib.ts';
  */
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const REPORT = fileURLToPath(new URL('./REPORT.md', import.meta.url));
+/** Where the hand-written findings start in REPORT.md; everything from it on survives a new run. */
+const FINDINGS_HEADING = '## Findings behind the figures';
 /** Benches whose server can be `npm start` on the embedded default as well. */
 const ALSO_EMBEDDED = new Set(['pool-state', 'ip-to-company']);
 
@@ -171,6 +173,10 @@ export async function runAll(names: string[]): Promise<number> {
   })();
   const meta = { machine, date: `${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`, commit, postgres, runs: count };
   const runs: BenchRun[] = [];
+  // The narrative under FINDINGS_HEADING is written by people, not by a run: every rewrite keeps it.
+  const previous = await readFile(REPORT, 'utf8').catch(() => '');
+  const findingsAt = previous.indexOf(FINDINGS_HEADING);
+  const findings = findingsAt >= 0 ? `\n${previous.slice(findingsAt)}` : '';
   for (let run = 1; run <= count; run++) {
     for (const bench of only) {
       const targets: BenchRun['database'][] = ALSO_EMBEDDED.has(bench) ? ['postgres', 'embedded'] : ['postgres'];
@@ -181,7 +187,7 @@ export async function runAll(names: string[]): Promise<number> {
         if (database === 'embedded') delete env.DATABASE_URL;
         runs.push({ bench, database, run, ...(await runOne(bench, env)) });
         // Written after every bench, so an interrupted run keeps what it measured.
-        await writeFile(REPORT, renderReport(runs, meta));
+        await writeFile(REPORT, `${renderReport(runs, meta).trimEnd()}\n${findings}`);
       }
     }
   }

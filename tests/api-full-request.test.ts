@@ -411,7 +411,7 @@ describe('api-full-request: research_summary and product_id', () => {
     const idem = crypto.randomUUID();
     const refused = await post(s, { prospect_url: PROSPECT, product_id: theirs }, idem);
     expect(refused.status).toBe(403);
-    expect(refused.json).toEqual({ success: false, error: 'product_id: the product belongs to another account' });
+    expect(refused.json).toEqual({ success: false, error: 'product_id: the product belongs to another account', code: 'forbidden' });
     const unknown = await post(s, { prospect_url: PROSPECT, product_id: crypto.randomUUID() });
     expect(unknown.status).toBe(404);
     expect(unknown.json.error).toMatch(/^product_id: no product /);
@@ -438,6 +438,7 @@ describe('api-full-request: refused before any work', () => {
     expect(body).toEqual({
       success: false,
       error: 'not enough credits: this request needs 5 (research 3 + message 2), the account has 4',
+      code: 'insufficient_credits',
       credits_required: 5,
       credit_balance: 4,
     });
@@ -454,6 +455,7 @@ describe('api-full-request: refused before any work', () => {
     expect(res.json).toEqual({
       success: false,
       error: 'not enough credits: this request needs 2 (message 2; research was given), the account has 1',
+      code: 'insufficient_credits',
       credits_required: 2,
       credit_balance: 1,
     });
@@ -488,7 +490,7 @@ describe('api-full-request: refused before any work', () => {
     const s = await sender();
     const res = await post(s, { prospect_url: url });
     expect(res.status).toBe(400);
-    expect(res.json).toEqual({ success: false, error });
+    expect(res.json).toEqual({ success: false, error, code: 'invalid_request' });
     expectNoProviderCall();
     expect(await ledger(s.account_id)).toMatchObject({ balance: 100, keys: [] });
   });
@@ -562,7 +564,7 @@ describe('api-full-request: a failing provider or engine charges nothing', () =>
     const idem = crypto.randomUUID();
     const res = await post(s, { prospect_url: PROSPECT }, idem);
     expect(res.status, res.text).toBe(502);
-    expect(res.json.success).toBe(false);
+    expect(res.json).toMatchObject({ success: false, code: 'upstream_failed' });
     expect(String(res.json.error)).toMatch(error);
     expect(String(res.json.error)).toMatch(/nothing was charged, and the request may be repeated with the same x-idempotency-key$/);
     expect(await ledger(s.account_id)).toEqual({ balance: 100, debits: [], messages: [], keys: [], events: [] });
@@ -635,6 +637,7 @@ describe('api-full-request: one key, one message, one charge', () => {
     expect(other.json).toEqual({
       success: false,
       error: 'x-idempotency-key was already used for a different request; use a new key for a new request',
+      code: 'idempotency_key_reused',
     });
     // And for a different connected user of the same account.
     const colleague = await seedConnectedUser(env.db, s.account_id);
@@ -810,6 +813,7 @@ describe('api-full-request: the cost is held before any provider or engine is ca
       expect(r.json).toEqual({
         success: false,
         error: 'not enough credits: this request needs 5 (research 3 + message 2), the account has 0',
+        code: 'insufficient_credits',
         credits_required: 5,
         credit_balance: 0,
       });

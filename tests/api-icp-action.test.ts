@@ -344,6 +344,7 @@ describe('plan limits', () => {
     expect(over.body).toEqual({
       success: false,
       error: 'the free plan allows 1 ICP; this account has 1: delete one or upgrade the plan',
+      code: 'forbidden',
       plan: 'free',
       icp_limit: 1,
       icp_count: 1,
@@ -533,7 +534,7 @@ describe('x-idempotency-key', () => {
 });
 
 describe('ICP generations are limited per account', () => {
-  /** docs/decisions.md, "ICP generations per hour": create_icp that leaves fields to the engine and regenerate_icp. */
+  /** docs/decisions/icp.md, "ICP generations per hour": create_icp that leaves fields to the engine and regenerate_icp. */
   const PER_HOUR = 20;
 
   /** The built-in engine, counting the drafts it is asked for. */
@@ -569,6 +570,7 @@ describe('ICP generations are limited per account', () => {
       expect(refused.body).toEqual({
         success: false,
         error: expect.stringMatching(/^this account started 20 ICP generations in the last hour, the most allowed; the next is possible in \d+ s$/),
+        code: 'generation_limit',
       });
       const wait = Number(refused.headers.get('retry-after'));
       expect(wait).toBeGreaterThan(0);
@@ -584,6 +586,7 @@ describe('ICP generations are limited per account', () => {
       // A create that leaves fields to the engine is refused the same way; one that gives every field asks no engine and goes through.
       const create = await icpAction(env, who, { action: 'create_icp', product_id: who.product_id, name: 'One more' });
       expect(create.status).toBe(429);
+      expect(create.body.code).toBe('generation_limit');
       const complete = await icpAction(env, who, {
         action: 'create_icp',
         product_id: who.product_id,

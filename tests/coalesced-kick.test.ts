@@ -9,7 +9,7 @@ import { sleep } from './support/wait.ts';
  * not speed.
  */
 function harness(minIntervalMs?: number, runMs = 20) {
-  const runner = createBackgroundRunner({ info() {}, warn() {}, error() {} });
+  const runner = createBackgroundRunner({ debug() {}, info() {}, warn() {}, error() {} });
   const ctx = { background: (name: string, task: () => Promise<unknown>) => runner.run(name, task) } as unknown as CoreDeps;
   const starts: number[] = [];
   let running = 0;

@@ -183,7 +183,7 @@ describe('api-complete-connect-link', () => {
     const before = await accountSnapshot(env.db);
     const again = await complete({ token: link.token, name: 'Second', linkedin_url: profile() });
     expect(again.status).toBe(410);
-    expect(again.body).toEqual({ success: false, error: 'this connect link has already been used' });
+    expect(again.body).toEqual({ success: false, error: 'this connect link has already been used', code: 'gone' });
     expect(await accountSnapshot(env.db)).toEqual(before);
   });
 
@@ -325,7 +325,11 @@ describe('api-complete-connect-link’s rate limit', () => {
     const before = await accountSnapshot(env.db);
     const refused = await completeFrom(app, address, { token: link.token, name: 'Jane', linkedin_url: profile() });
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ success: false, error: expect.stringMatching(/^too many connect-link completions from this address/) });
+    expect(refused.body).toEqual({
+      success: false,
+      error: expect.stringMatching(/^too many connect-link completions from this address/),
+      code: 'rate_limited',
+    });
     const retryAfter = Number(refused.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(CONNECT_LINK_COMPLETIONS.windowSeconds);

@@ -1,4 +1,13 @@
-import { type Database, type FunctionDefinition, generateApiKey, guardedErrors, policies, type RateLimiter } from '@sightline/core';
+import {
+  type Database,
+  ERROR_CODES,
+  type FunctionDefinition,
+  generateApiKey,
+  guardedErrors,
+  policies,
+  type RateLimiter,
+  statusOf,
+} from '@sightline/core';
 import { createHostApp } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
@@ -54,10 +63,23 @@ beforeAll(async () => {
 });
 afterAll(() => env.close());
 
-function expectEnvelope(body: Record<string, unknown>) {
+/** The one envelope: `{ success: false, error, code }`, the code one of the table's, answered with its status. */
+function expectEnvelope(body: Record<string, unknown>, status?: number) {
   expect(body.success).toBe(false);
   expect(typeof body.error).toBe('string');
   expect((body.error as string).length).toBeGreaterThan(5);
+  expect(Object.keys(ERROR_CODES), `code of ${JSON.stringify(body)}`).toContain(body.code);
+  if (status !== undefined) expect(statusOf(body.code as keyof typeof ERROR_CODES)).toBe(status);
+}
+
+type Doc = ReturnType<ReturnType<typeof createHostApp>['getOpenAPI31Document']>;
+/** The codes the document lists for one status of an operation (a named error body resolved). */
+function documentedCodesOf(doc: Doc, path: string, method: 'get' | 'post', status: string): string[] {
+  type Schema = { $ref?: string; properties?: { code?: { enum?: string[] } } };
+  const response = doc.paths?.[path]?.[method]?.responses?.[status] as { content?: Record<string, { schema?: Schema }> } | undefined;
+  let schema = response?.content?.['application/json']?.schema;
+  if (schema?.$ref) schema = (doc.components?.schemas as Record<string, Schema> | undefined)?.[schema.$ref.split('/').pop() ?? ''];
+  return schema?.properties?.code?.enum ?? [];
 }
 
 const wrongMethod = (m: 'GET' | 'POST') => (m === 'GET' ? 'POST' : 'GET');
@@ -83,7 +105,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
     it('answers 401 without x-access-key', async () => {
       const res = await send(undefined);
       expect(res.status).toBe(401);
-      expectEnvelope(res.body);
+      expectEnvelope(res.body, 401);
     });
 
     it('answers 401 for a malformed key (bad checksum) without looking it up', async () => {
@@ -91,13 +113,13 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
       const bad = `${good.slice(0, -1)}${good.endsWith('A') ? 'B' : 'A'}`;
       const res = await send(bad);
       expect(res.status).toBe(401);
-      expectEnvelope(res.body);
+      expectEnvelope(res.body, 401);
     });
 
     it('answers 401 for a well-formed key that does not exist', async () => {
       const res = await send(generateApiKey());
       expect(res.status).toBe(401);
-      expectEnvelope(res.body);
+      expectEnvelope(res.body, 401);
     });
 
     it('answers 401 for a revoked key', async () => {
@@ -111,7 +133,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
     it('answers 401 for an inactive (suspended) master key', async () => {
       const res = await send(keys.suspended);
       expect(res.status).toBe(401);
-      expectEnvelope(res.body);
+      expectEnvelope(res.body, 401);
     });
 
     it('answers 403 for a partner’s key that is not the designated master', async () => {
@@ -129,7 +151,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
     it('answers 403 when the account lost its partner flag', async () => {
       const res = await send(keys.notPartner);
       expect(res.status).toBe(403);
-      expectEnvelope(res.body);
+      expectEnvelope(res.body, 403);
     });
   }
 
@@ -148,7 +170,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
     const res = await call(env, addressOf(def), { method: wrongMethod(def.method) });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toContain(def.method);
-    expectEnvelope(res.body);
+    expectEnvelope(res.body, 405);
     for (const m of ['PUT', 'DELETE', 'PATCH']) {
       expect((await call(env, addressOf(def), { method: m, key: keys.partner })).status).toBe(405);
     }
@@ -170,7 +192,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
     it('answers 413 for a body over 64 KiB, before authentication', async () => {
       const res = await send(undefined, { rawBody: JSON.stringify({ pad: 'x'.repeat(70_000) }), headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(413);
-      expectEnvelope(res.body);
+      expectEnvelope(res.body, 413);
     });
 
     it('answers 400 for a body that is not UTF-8', async () => {
@@ -193,7 +215,7 @@ describe.each(allFunctions.map((f) => [f.name, f] as const))('%s', (name, def) =
     it('answers 400 for a JSON body that is not an object', async () => {
       const res = await send(keys.partner, { rawBody: '[1,2]', headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(400);
-      expectEnvelope(res.body);
+      expectEnvelope(res.body, 400);
     });
   }
 
@@ -303,7 +325,11 @@ describe('every status a function’s policy and body guard document happens at 
       expect(trigger, `a trigger for ${status}`).toBeDefined();
       const res = await (trigger as Trigger)(def);
       expect(res.status, `${def.name} ${status}: ${JSON.stringify(res.body)}`).toBe(Number(status));
-      expectEnvelope(res.body);
+      expectEnvelope(res.body, Number(status));
+      // The code is one the document lists for this status of this route, and so are the guards' codes.
+      const documented = documentedCodesOf(doc, documentedPath(def), def.method === 'GET' ? 'get' : 'post', status);
+      expect(documented, `${def.name} ${status}`).toContain(res.body.code);
+      expect(documented, `${def.name} ${status}`).toEqual(expect.arrayContaining(guardedErrors(def, validates)[status]?.codes ?? []));
     }
   });
 });
@@ -313,7 +339,9 @@ describe('unknown paths', () => {
     for (const path of ['/functions/v1/nope', '/functions/v1/partner-pool-state/extra', '/']) {
       const res = await env.app.request(`http://localhost${path}`);
       expect(res.status).toBe(404);
-      expectEnvelope((await res.json()) as Record<string, unknown>);
+      const body = (await res.json()) as Record<string, unknown>;
+      expectEnvelope(body, 404);
+      expect(body.code).toBe('not_found');
     }
   });
 });

@@ -17,7 +17,7 @@ let port = 0;
 let key = '';
 
 beforeAll(async () => {
-  env = await createTestEnv({ log: { info() {}, warn() {}, error: (msg) => void errors.push(msg) } });
+  env = await createTestEnv({ log: { debug() {}, info() {}, warn() {}, error: (msg) => void errors.push(msg) } });
   key = (await seedPartner(env.deps, { quota: 10 })).key;
   await new Promise<void>((resolve) => {
     server = serve({ fetch: env.app.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {

@@ -25,7 +25,7 @@ let env: TestEnv;
 let partnerKey: string;
 
 beforeAll(async () => {
-  env = await createTestEnv({ pool: 8, log: { info() {}, warn: (msg) => void warnings.push(msg), error() {} } });
+  env = await createTestEnv({ pool: 8, log: { debug() {}, info() {}, warn: (msg) => void warnings.push(msg), error() {} } });
   partnerKey = (await seedPartner(env.deps, { quota: 1000 })).key;
 });
 afterAll(() => env.close());

@@ -1,5 +1,5 @@
 import { aggregateTrackerEvents, createDirectAccount, migrate } from '@sightline/core';
-import { loadMigrations } from '@sightline/host';
+import { loadSchema } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envForDatabase, type TestEnv } from './support/app.ts';
 import { openTestDatabase } from './support/db.ts';
@@ -45,7 +45,7 @@ describe('0030 on identifications made before it', () => {
     await env.db`
       insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, identification_id, identified_count)
       values (${site.website_id}::uuid, '2001:db8:a:1::1'::inet, ${site.api_key_id}::uuid, now(), now(), ${settled[0] ?? ''}::uuid, 1)`;
-    expect(await migrate(env.db, await loadMigrations())).toContain('0030_identification_order.sql');
+    expect(await migrate(env.db, await loadSchema())).toContain('0030_identification_order.sql');
 
     const rows = await env.db<{ id: string; keyed_by_address: boolean }>`
       select id, keyed_by_address from identifications where website_id = ${site.website_id}`;

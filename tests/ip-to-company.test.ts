@@ -153,7 +153,7 @@ describe('ip-to-company', () => {
     const before = await snapshot(env.db);
     const res = await lookup('81.2.69.143', poor.key);
     expect(res.status).toBe(402);
-    expect(res.body).toMatchObject({ success: false, credits_required: 5, credit_balance: 0 });
+    expect(res.body).toMatchObject({ success: false, code: 'insufficient_credits', credits_required: 5, credit_balance: 0 });
     expect(providerCalls()).toBe(calls);
     expect(await snapshot(env.db)).toEqual(before);
     // Free answers still work without credits.

@@ -1,5 +1,5 @@
 import { createDirectAccount, createDirectKey, createPartner, migrate } from '@sightline/core';
-import { loadMigrations } from '@sightline/host';
+import { loadSchema } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, envForDatabase, type TestEnv } from './support/app.ts';
 import { openTestDatabase } from './support/db.ts';
@@ -64,7 +64,7 @@ describe('the auth cache', () => {
     const direct = await seedDirectAccount(env.deps);
     // Cached by a request that acts on the account.
     expect((await call(env, 'api-create-connect-link', { key: direct.key, method: 'POST' })).status).toBe(201);
-    // Another process narrows the key; this one hears of it by notification (migration 0005's trigger, widened in 0028).
+    // Another process narrows the key; this one hears of it by notification (the trigger in migrations/functions/auth/sl_notify_auth_changed.sql).
     await env.db`update api_keys set scope = 'websites' where id = ${direct.api_key_id}`;
     await env.authSync();
     const refused = await call(env, 'api-create-connect-link', { key: direct.key, method: 'POST' });
@@ -91,7 +91,7 @@ describe('migration 0028', () => {
       await old.db`select * from sl_release_child(${partner.api_key_id}, ${released})`;
       const direct = await createDirectAccount({ ctx: old.deps, input: { name: 'Direct before 0028', domain: uniqueDomain('direct') } });
 
-      expect(await migrate(old.db, await loadMigrations())).toContain('0028_key_scope.sql');
+      expect(await migrate(old.db, await loadSchema())).toContain('0028_key_scope.sql');
       const scopes = Object.fromEntries(
         (await old.db<{ id: string; scope: string }>`select id, scope from api_keys`).map((k) => [k.id, k.scope] as const),
       );

@@ -285,7 +285,13 @@ describe('transfers racing consumption: both balances change or neither, and not
     expect(ok.every((t) => t.body.success === true && t.body.transferred === AMOUNT)).toBe(true);
     // A refused transfer moved nothing: it saw the remainder (2) and reports it.
     for (const r of refused) {
-      expect(r.body).toEqual({ success: false, error: expect.any(String) as unknown, partner_topup_balance: 2, requested_amount: AMOUNT });
+      expect(r.body).toEqual({
+        success: false,
+        error: expect.any(String) as unknown,
+        code: 'insufficient_topup',
+        partner_topup_balance: 2,
+        requested_amount: AMOUNT,
+      });
     }
 
     expect(consumptions.map((c) => c.outcome).filter((o) => !['consumed', 'no_ids', 'suspended'].includes(o))).toEqual([]);

@@ -1,5 +1,5 @@
 import { aggregateTrackerEvents, createDirectAccount, migrate } from '@sightline/core';
-import { loadMigrations } from '@sightline/host';
+import { loadSchema } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envForDatabase } from './support/app.ts';
 import { openTestDatabase, type TestDatabase } from './support/db.ts';
@@ -13,11 +13,11 @@ afterAll(() => t.drop());
 
 describe('migrations', () => {
   it('apply once: a second run changes nothing', async () => {
-    expect(await migrate(t.db, await loadMigrations())).toEqual([]);
+    expect(await migrate(t.db, await loadSchema())).toEqual([]);
   });
 
   it('apply safely from two starts at once', async () => {
-    const both = await Promise.all([migrate(t.db, await loadMigrations()), migrate(t.db, await loadMigrations())]);
+    const both = await Promise.all([migrate(t.db, await loadSchema()), migrate(t.db, await loadSchema())]);
     expect(both.flat()).toEqual([]);
   });
 
@@ -37,7 +37,7 @@ describe('migrations', () => {
         from generate_series(1, 4) g, lateral (select g = 4 as b) x
         order by g
         returning id`;
-      expect(await migrate(env.db, await loadMigrations())).toContain('0025_tracker_queue.sql');
+      expect(await migrate(env.db, await loadSchema())).toContain('0025_tracker_queue.sql');
       const queued = await env.db<{ event_id: number }>`select event_id from tracker_queue order by event_id`;
       expect(queued.map((q) => Number(q.event_id))).toEqual(ids.slice(1, 3).map((r) => Number(r.id)));
       await aggregateTrackerEvents({ ctx: env.deps, input: {} });

@@ -18,7 +18,7 @@ let key = '';
 const errors: string[] = [];
 
 beforeAll(async () => {
-  env = await createTestEnv({ log: { info() {}, warn() {}, error: (msg) => void errors.push(msg) } });
+  env = await createTestEnv({ log: { debug() {}, info() {}, warn() {}, error: (msg) => void errors.push(msg) } });
   key = (await seedPartner(env.deps, { quota: 10 })).key;
   // As the host builds it: headers read from Node's own parse (http/request-header.ts).
   const app = createHostApp({ ...env.deps, headersOf: nodeRequestHeaders }, { bodyTimeoutMs: 400 });
@@ -73,12 +73,16 @@ function raw(request: string, { timeoutMs = 5_000 }: { timeoutMs?: number } = {}
   });
 }
 
+/** The reason each status answered here carries: these statuses have one reason each. */
+const CODE_OF: Record<number, string> = { 400: 'invalid_request', 405: 'method_not_allowed', 408: 'request_timeout', 431: 'headers_too_large' };
+
 function expectEnvelope(answer: RawAnswer, status: number, message: RegExp) {
   expect(answer.status).toBe(status);
   expect(answer.headers['content-type']).toMatch(/^application\/json/);
-  const body = JSON.parse(answer.body) as { success: boolean; error: string };
+  const body = JSON.parse(answer.body) as { success: boolean; error: string; code: string };
   expect(body.success).toBe(false);
   expect(body.error).toMatch(message);
+  expect(body.code).toBe(CODE_OF[status]);
 }
 
 const CREATE = '/functions/v1/partner-create-child-key';

@@ -9,7 +9,7 @@ import { admin, childEnv, REPO_ROOT, run, type StartedServer, startHost } from '
 
 /**
  * The README's promise, over real sockets: `npm start` on an empty data directory prints a demo
- * partner key, the documented curl examples work, the admin CLI works while the server runs and
+ * partner key, the documented curl examples work (a visitor identified end to end included), the admin CLI works while the server runs and
  * after it stops, and the data (and server secret) survive a restart.
  */
 let dataDir: string;
@@ -19,7 +19,8 @@ let demoKey = '';
 
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), 'sightline-start-'));
-  env = childEnv({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' });
+  // As the README's try-it starts it: curl plays a trusted proxy in front of a visitor at a public address.
+  env = childEnv({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', TRUSTED_PROXIES: '127.0.0.1/32' });
   server = await startHost(env);
   demoKey = /\n {2}(sl_[0-9A-Za-z]{38})\n/.exec(server.stdout())?.[1] ?? '';
 });
@@ -62,9 +63,11 @@ describe('npm start on the embedded default', { timeout: 90_000 }, () => {
     const answers = res.stdout
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { success: boolean });
+      .map((l) => JSON.parse(l) as { success: boolean; visitors?: { domain: string }[] });
     expect(answers.length).toBeGreaterThanOrEqual(3);
     expect(answers.every((a) => a.success)).toBe(true);
+    // The visitor walked end to end: its beacon aggregated, identified and listed for the child's key.
+    expect(answers.at(-1)?.visitors?.map((v) => v.domain)).toEqual(['apple.com']);
   });
 
   it('runs admin commands through the running server (it owns the PGlite files)', async () => {

@@ -19,10 +19,19 @@ afterAll(() => env.close());
 
 describe('responses are held to docs/openapi.json', () => {
   it('passes a documented error, and refuses a body off its schema and a status the route does not document', async () => {
-    await expect(checkDocumentedResponse(POOL_STATE, 'GET', json(401, { success: false, error: 'no key' }))).resolves.toBeUndefined();
+    await expect(
+      checkDocumentedResponse(POOL_STATE, 'GET', json(401, { success: false, error: 'no key', code: 'unauthorized' })),
+    ).resolves.toBeUndefined();
+    // The code is required, and only one the document lists for that status passes.
+    await expect(checkDocumentedResponse(POOL_STATE, 'GET', json(401, { success: false, error: 'no key' }))).rejects.toThrow(/does not match/);
+    await expect(checkDocumentedResponse(POOL_STATE, 'GET', json(401, { success: false, error: 'no key', code: 'forbidden' }))).rejects.toThrow(
+      /does not match/,
+    );
     await expect(checkDocumentedResponse(POOL_STATE, 'GET', json(401, { success: true, error: 'no key' }))).rejects.toThrow(/does not match/);
     await expect(checkDocumentedResponse(POOL_STATE, 'GET', json(401, { error: 'no key' }))).rejects.toThrow(/does not match/);
-    await expect(checkDocumentedResponse(POOL_STATE, 'GET', json(418, { success: false, error: 'teapot' }))).rejects.toThrow(/does not document/);
+    await expect(checkDocumentedResponse(POOL_STATE, 'GET', json(418, { success: false, error: 'teapot', code: 'invalid_request' }))).rejects.toThrow(
+      /does not document/,
+    );
     await expect(checkDocumentedResponse(POOL_STATE, 'GET', json(200, { success: true }))).rejects.toThrow(/does not match/);
   });
 

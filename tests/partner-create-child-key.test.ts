@@ -222,6 +222,7 @@ describe('partner-create-child-key: rejected requests change nothing', () => {
     const res = await create({ name: 'x', domain: uniqueDomain() }, empty.key);
     expect(res.status).toBe(402);
     expect(res.body.error).toMatch(/no identifications left/);
+    expect(res.body.code).toBe('insufficient_ids');
     expect(await snapshot(env.db)).toEqual(before);
   });
 
@@ -239,6 +240,7 @@ describe('partner-create-child-key: rejected requests change nothing', () => {
     const res = await create({ name: 'x', domain: uniqueDomain() }, poolless.key);
     expect(res.status).toBe(402);
     expect(res.body.error).toMatch(/no pool subscription/);
+    expect(res.body.code).toBe('insufficient_ids');
   });
 
   it('409 when the domain is live on another active website (any account)', async () => {

@@ -25,7 +25,7 @@ function validBody(name: string, childId: string): unknown {
 }
 
 // The routes whose policy documents the out-of-IDs 402: every partner route but partner-pool-state.
-const guardedRoutes = allFunctions.filter((f) => f.policy.errors[402] !== undefined);
+const guardedRoutes = allFunctions.filter((f) => f.policy.errors.insufficient_ids !== undefined);
 
 describe('out-of-IDs guard (402)', () => {
   let env: TestEnv;
@@ -54,7 +54,7 @@ describe('out-of-IDs guard (402)', () => {
       const before = await snapshot(env.db);
       const res = await call(env, name, { key: empty.key, method: def.method, body: def.method === 'POST' ? validBody(name, childId) : undefined });
       expect(res.status).toBe(402);
-      expect(res.body).toEqual({ success: false, error: expect.stringMatching(/no identifications left/) as unknown });
+      expect(res.body).toEqual({ success: false, error: expect.stringMatching(/no identifications left/) as unknown, code: 'insufficient_ids' });
       // The request was counted, so its answer says how much of the limit is left, as documented.
       expect(res.headers.get('ratelimit')).toMatch(/^"partner";r=\d+;t=\d+$/);
       expect(await snapshot(env.db)).toEqual(before);
@@ -100,7 +100,7 @@ describe('API-wide rate limit (429)', () => {
     const before = await snapshot(env.db);
     const refused = await call(env, 'partner-create-child-key', { key: partner.key, body: { name: 'x', domain: 'refused.example.com' } });
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ success: false, error: expect.stringMatching(/rate limit/) as unknown });
+    expect(refused.body).toEqual({ success: false, error: expect.stringMatching(/rate limit/) as unknown, code: 'rate_limited' });
     const retry = Number(refused.headers.get('retry-after'));
     expect(Number.isInteger(retry) && retry >= 1 && retry <= 60).toBe(true);
     expect(refused.headers.get('ratelimit')).toMatch(/r=0/);

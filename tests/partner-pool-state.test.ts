@@ -97,7 +97,7 @@ describe('partner-pool-state', () => {
     await env.db`delete from pools where account_id = ${p.account_id}`;
     const res = await poolState(p.key);
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ success: false, error: 'this partner has no pool subscription' });
+    expect(res.body).toEqual({ success: false, error: 'this partner has no pool subscription', code: 'forbidden' });
   });
 
   it('is read-only: a hundred reads change nothing', async () => {

@@ -51,7 +51,7 @@ describe('partner-rotate-child-key', () => {
     }
     const refused = await rotate(c.child.api_key_id);
     expect(refused.status).toBe(429);
-    expect(refused.body).toMatchObject({ success: false, recent_rotations_24h: 10 });
+    expect(refused.body).toMatchObject({ success: false, code: 'rotation_limit', recent_rotations_24h: 10 });
     expect(refused.body.error).toMatch(/limit is 10/);
     expect(await authStatus(last)).toBe(200);
     // Another child is not affected by this child's count.

@@ -72,7 +72,7 @@ describe('partner-transfer-topup', () => {
     const before = await snapshot(env.db);
     const res = await transfer({ child_api_key_id: c.child.api_key_id, amount: balance + 1 });
     expect(res.status).toBe(402);
-    expect(res.body).toMatchObject({ success: false, partner_topup_balance: balance, requested_amount: balance + 1 });
+    expect(res.body).toMatchObject({ success: false, code: 'insufficient_topup', partner_topup_balance: balance, requested_amount: balance + 1 });
     expect(await snapshot(env.db)).toEqual(before);
   });
 

@@ -76,7 +76,7 @@ describe('connected user', () => {
   it('refuses a missing or malformed x-user-id with a 400 naming the header', async () => {
     const missing = await app().request('http://x/f/probe', { headers: { 'x-access-key': key } });
     expect(missing.status).toBe(400);
-    expect(await missing.json()).toEqual({ success: false, error: 'the x-user-id header is required' });
+    expect(await missing.json()).toEqual({ success: false, error: 'the x-user-id header is required', code: 'invalid_request' });
     const bad = await app().request('http://x/f/probe', { headers: { 'x-access-key': key, 'x-user-id': 'me' } });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: string }).error).toMatch(/x-user-id header must be a uuid/);

@@ -73,7 +73,7 @@ describe('the entry points', () => {
     const deps = await buildDeps(parseEnv({ PUBLIC_BASE_URL: 'https://api.example.com/functions/v1/', IP_DATA: '0' }), {
       db,
       secret: TEST_SECRET,
-      log: { info() {}, warn() {}, error() {} },
+      log: { debug() {}, info() {}, warn() {}, error() {} },
       webhooks: { request: () => Promise.reject(new Error('no webhooks here')) },
       listens: false,
     });

@@ -9,7 +9,7 @@ import { seedDirectAccount, seedPartner } from './support/seed.ts';
 import { clearOfWindowEnd, sleep, until } from './support/wait.ts';
 
 /**
- * README: "every Redis use has an in-process fallback". Each suite runs its own redis-server and
+ * docs/operating.md: "every Redis use has an in-process fallback". Each suite runs its own redis-server and
  * stops it under a running app, because an outage must not touch the REDIS_URL one other suites use.
  */
 

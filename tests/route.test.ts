@@ -4,6 +4,7 @@ import {
   createCoreDeps,
   createKeyring,
   type Database,
+  errorResponse,
   type FunctionDefinition,
   type HonoEnv,
   openapi,
@@ -89,7 +90,7 @@ describe('openapi()', () => {
     expect(await good.json()).toEqual({ id, trace: '42' });
     const badParam = await app.request('http://x/f/probe/t/nope');
     expect(badParam.status).toBe(400);
-    expect(await badParam.json()).toEqual({ success: false, error: 'tracking_script_id: must be a uuid' });
+    expect(await badParam.json()).toEqual({ success: false, error: 'tracking_script_id: must be a uuid', code: 'invalid_request' });
     const badHeader = await app.request(`http://x/f/probe/t/${id}`, { headers: { 'x-trace': 'abc' } });
     expect(badHeader.status).toBe(400);
     expect(((await badHeader.json()) as { error: string }).error).toBe('x-trace: must be digits');
@@ -138,7 +139,7 @@ describe('openapi()', () => {
       method: 'post',
       path: '/',
       request: { body: { required: true, content: { 'application/json': { schema: z.object({ a: z.string() }) } } } },
-      responses: { 200: { description: 'ok' }, 402: { description: 'route-specific 402', content: {} } },
+      responses: { 200: { description: 'ok' }, 402: errorResponse('route-specific 402', ['insufficient_topup']) },
     });
     const app = await serverFor({
       name: 'probe',
@@ -153,6 +154,10 @@ describe('openapi()', () => {
     const post = doc.paths?.['/f/probe']?.post;
     expect(Object.keys(post?.responses ?? {}).sort()).toEqual(['200', '400', '401', '402', '403', '405', '408', '413', '429', '500', '503']);
     expect(post?.responses?.['402']?.description).toBe('route-specific 402');
+    // The route's code and the policy's, for the one status, in the table's order.
+    expect(codesOf(doc, '402')).toEqual(['insufficient_ids', 'insufficient_topup']);
+    expect(codesOf(doc, '429')).toEqual(['rate_limited']);
+    expect(codesOf(doc, '400')).toEqual(['invalid_request']);
     expect(post?.security).toEqual([{ AccessKey: [] }]);
     const headersOf = (status: string) => Object.keys((post?.responses?.[status] as { headers?: object } | undefined)?.headers ?? {}).sort();
     expect(headersOf('429')).toEqual(['RateLimit', 'RateLimit-Policy', 'Retry-After']);
@@ -162,4 +167,29 @@ describe('openapi()', () => {
     for (const status of ['401', '403', '405', '413']) expect(headersOf(status), status).toEqual([]);
     expect(headersOf('503')).toEqual(['Retry-After']);
   });
+
+  it('refuses an error response without codes, or with a code answered with another status', async () => {
+    const register = (responses: Parameters<typeof createRoute>[0]['responses']) =>
+      serverFor({
+        name: 'probe',
+        mount: 'functions',
+        method: 'GET',
+        policy: policies.accountKey,
+        register(a) {
+          openapi(a, createRoute({ method: 'get', path: '/', responses: { ...ok, ...responses } }), (c) => c.json({}, 200) as never);
+        },
+      });
+    await expect(register({ 404: { description: 'no body', content: {} } })).rejects.toThrow(/documents its codes/);
+    await expect(register({ 404: errorResponse('wrong status', ['conflict']) })).rejects.toThrow(/conflict is answered with another status/);
+    await expect(register({ 404: errorResponse('fine', ['not_found']) })).resolves.toBeDefined();
+  });
 });
+
+/** The codes the document lists for a status of the probe route (named error bodies resolved). */
+function codesOf(doc: { paths?: object; components?: { schemas?: object } }, status: string): string[] {
+  type Schema = { $ref?: string; properties?: { code?: { enum?: string[] } } };
+  const paths = doc.paths as Record<string, { post?: { responses: Record<string, { content?: Record<string, { schema: Schema }> }> } }>;
+  let schema = paths['/f/probe']?.post?.responses[status]?.content?.['application/json']?.schema;
+  if (schema?.$ref) schema = ((doc.components?.schemas ?? {}) as Record<string, Schema>)[schema.$ref.split('/').pop() ?? ''];
+  return schema?.properties?.code?.enum ?? [];
+}

@@ -186,7 +186,7 @@ describe('a released child’s key', () => {
   /**
    * After partner-release-child the former customer still holds the key in plaintext, and it is a
    * direct tracker in the partner's account. Its tracker keeps working and it reads its own website;
-   * it is no key to the partner's account (decisions, "Keys and authentication"). Every endpoint that
+   * it is no key to the partner's account (docs/decisions/keys.md, "Key scope"). Every endpoint that
    * takes a key is called with it, aimed at the partner's account where it names anything — the
    * partner's own website, a user connected to the partner, the partner's credits — and each answer
    * is checked: refused as the table says, writing nothing and, for a refusal of the key itself, not

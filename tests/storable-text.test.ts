@@ -46,7 +46,7 @@ describe('text Postgres cannot store', () => {
     const before = await snapshot(env.db);
     const res = await call(env, name, { key: partnerKey, body: body() });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ success: false, error: expect.stringMatching(message) });
+    expect(res.body).toEqual({ success: false, error: expect.stringMatching(message), code: 'invalid_request' });
     expect(await snapshot(env.db)).toEqual(before);
   });
 

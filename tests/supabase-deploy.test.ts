@@ -5,15 +5,18 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
 import { EDGE_DATA_DIR } from '../packages/host/src/edge-data.ts';
 import { EDGE_DATA_FILES } from '../packages/host/src/ip-snapshot-sources.ts';
-import { MIGRATIONS_DIR } from '../packages/host/src/migrations.ts';
+import { loadSchema, MIGRATIONS_DIR } from '../packages/host/src/migrations.ts';
 import {
   CONFIG_MARKER,
   IP_DATA_STATIC_FILES,
   prepareSupabaseDeploy,
   SUPABASE_DIR,
   supabaseDrift,
+  supabaseMigrations,
   writeSupabaseFiles,
 } from '../packages/host/src/supabase-layout.ts';
+import { catalogOf } from './support/catalog.ts';
+import { openTestDatabase } from './support/db.ts';
 
 /**
  * `npm run build:supabase` prepares a supabase folder for the Supabase CLI. Every test here points
@@ -34,13 +37,18 @@ beforeEach(async () => {
 });
 afterEach(() => rm(dir, { recursive: true, force: true }));
 
+/** Every file below `folder` (relative paths, sorted) with its bytes. */
 async function filesIn(folder: string): Promise<Record<string, Buffer>> {
-  const names = (await readdir(folder)).sort();
+  const entries = await readdir(folder, { recursive: true, withFileTypes: true });
+  const names = entries
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(folder, path.join(e.parentPath, e.name)))
+    .sort();
   return Object.fromEntries(await Promise.all(names.map(async (n) => [n, await readFile(path.join(folder, n))] as const)));
 }
 
 describe('preparing a Supabase deploy', () => {
-  it('writes exactly migrations/ to supabase/migrations, so a removed or edited migration cannot linger', async () => {
+  it('writes the versioned migrations, then one functions migration after them; nothing removed or edited lingers', async () => {
     const source = await filesIn(MIGRATIONS_DIR);
     await mkdir(path.join(dir, 'migrations'));
     await writeFile(path.join(dir, 'migrations', '0000_removed_since.sql'), 'select 1;\n');
@@ -48,11 +56,72 @@ describe('preparing a Supabase deploy', () => {
 
     const prepared = await prepareSupabaseDeploy(dir, { buildEdgeData: fakeEdgeData });
 
-    expect(await filesIn(path.join(dir, 'migrations'))).toEqual(source);
-    expect(prepared.migrations).toEqual(Object.keys(source).filter((n) => n.endsWith('.sql')));
+    const versioned = Object.keys(source).filter((n) => n.endsWith('.sql') && !n.includes('/'));
+    const written = await filesIn(path.join(dir, 'migrations'));
+    expect(Object.keys(written)).toEqual(prepared.migrations);
+    const [functions, ...more] = prepared.migrations.filter((n) => !versioned.includes(n));
+    expect(more).toEqual([]);
+    expect(functions).toMatch(/^\d{14}_functions\.sql$/);
+    // Name order is the order Supabase applies them in: the functions migration comes last.
+    expect(prepared.migrations).toEqual([...versioned, functions].sort());
+    expect(prepared.migrations.at(-1)).toBe(functions);
+    // A versioned migration is copied as it is, after the definition files it requires.
+    for (const name of versioned) expect(written[name]?.toString().endsWith(source[name]?.toString() ?? '-')).toBe(true);
     // The source is read, never written.
     expect(await filesIn(MIGRATIONS_DIR)).toEqual(source);
   });
+
+  it('a changed function file is a functions migration of a new name, still sorted after the versioned ones', async () => {
+    const schema = await loadSchema();
+    const before = [...(await supabaseMigrations(schema)).keys()];
+    const definitions = (schema.definitions ?? []).map((d) => (d.path === 'common/sl_iso.sql' ? { ...d, sql: `${d.sql}\n` } : d));
+    const after = [...(await supabaseMigrations({ ...schema, definitions })).keys()];
+    expect(after.slice(0, -1)).toEqual(before.slice(0, -1));
+    expect(after.at(-1)).not.toBe(before.at(-1));
+    expect([...after].sort()).toEqual(after);
+  });
+
+  it('a database built from supabase/migrations in name order has the catalog of one the runner builds', async () => {
+    const files = await supabaseMigrations(await loadSchema());
+    const supabase = await openTestDatabase({ empty: true });
+    const runner = await openTestDatabase();
+    try {
+      for (const name of [...files.keys()].sort()) await supabase.db.exec(files.get(name) ?? '');
+      const ours = ['schema_migrations', 'schema_definitions'];
+      expect(await catalogOf(supabase.db, ours)).toEqual(await catalogOf(runner.db, ours));
+    } finally {
+      await supabase.drop();
+      await runner.drop();
+    }
+  }, 120_000);
+
+  it('a later functions migration drops what the files no longer define: an old signature, a removed file', async () => {
+    const schema = await loadSchema();
+    const supabase = await openTestDatabase({ empty: true });
+    try {
+      const first = await supabaseMigrations(schema);
+      for (const name of [...first.keys()].sort()) await supabase.db.exec(first.get(name) ?? '');
+      const definitions = (schema.definitions ?? [])
+        .filter((d) => d.path !== 'ledger/sl_partner_of.sql')
+        .map((d) =>
+          d.path === 'common/sl_iso.sql'
+            ? {
+                ...d,
+                sql: d.sql.replace('sl_iso(ts timestamptz) returns text', 'sl_iso(ts timestamptz, p_unused integer default 0) returns varchar'),
+              }
+            : d,
+        );
+      const next = await supabaseMigrations({ ...schema, definitions });
+      const added = [...next.keys()].filter((n) => !first.has(n));
+      expect(added).toHaveLength(1);
+      await supabase.db.exec(next.get(added[0] ?? '') ?? '');
+      const procs = await supabase.db<{ ident: string }>`
+        select p.oid::regprocedure::text as ident from pg_proc p where p.proname in ('sl_iso', 'sl_partner_of') order by 1`;
+      expect(procs.map((p) => p.ident)).toEqual(['sl_iso(timestamp with time zone,integer)']);
+    } finally {
+      await supabase.drop();
+    }
+  }, 120_000);
 
   it("builds the IP data where config.toml's static_files look for it", async () => {
     await prepareSupabaseDeploy(dir, { buildEdgeData: fakeEdgeData });

@@ -79,7 +79,7 @@ describe('GET /t/<tracking_script_id>.js and /t/tracker.js', () => {
     for (const file of ['x.js', 'tracker.mjs', `${ID}`, `${ID}.js.map`, '%3Cscript%3E.js', `${ID.slice(1)}.js`, '..%2Ft%2Ftracker.js']) {
       const res = await call(env, `/t/${file}`);
       expect(res.status, file).toBe(400);
-      expect(res.body).toEqual({ success: false, error: expect.stringMatching(/^file: /) as unknown });
+      expect(res.body).toEqual({ success: false, error: expect.stringMatching(/^file: /) as unknown, code: 'invalid_request' });
     }
     expect((await call(env, '/t/tracker.js/extra')).status).toBe(404);
   });

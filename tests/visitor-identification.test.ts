@@ -50,7 +50,7 @@ beforeAll(async () => {
   env = await createTestEnv({
     ip: async (db) => ({ ...(await realIpDeps({ providers: [sap.provider, sap2.provider], timeoutMs: 300 })(db)), personMatch }),
     pool: 8,
-    log: { info() {}, warn: (msg) => void warnings.push(msg), error() {} },
+    log: { debug() {}, info() {}, warn: (msg) => void warnings.push(msg), error() {} },
   });
   partner = await seedPartner(env.deps, { quota: 1000 });
   receiver = await startReceiver();

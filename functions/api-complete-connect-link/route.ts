@@ -22,11 +22,11 @@ export const route = createRoute({
   request: { body: jsonBody(CompleteConnectLinkInput) },
   responses: {
     200: jsonAnswer('The connected user', CompleteConnectLinkResponse),
-    404: errorResponse('No connect link has this token'),
-    409: errorResponse('The profile is connected to the account now; the link stays unused'),
-    410: errorResponse('The link was used already, or has expired'),
+    404: errorResponse('No connect link has this token', ['not_found']),
+    409: errorResponse('The profile is connected to the account now; the link stays unused', ['conflict']),
+    410: errorResponse('The link was used already, or has expired', ['gone']),
     // The policy's limit (publicLinkCompletion); the policy documents its headers.
-    429: errorResponse('Too many completions from this client address; see Retry-After'),
+    429: errorResponse('Too many completions from this client address; see Retry-After', ['rate_limited']),
   },
 });
 

@@ -22,7 +22,7 @@ export const route = createRoute({
   description: `No body. The token is shown once (only its HMAC is kept) and works for ${CONNECT_LINK_TTL_DAYS} days and one completion; \`url\` is the link's page at the configured public address (PUBLIC_BASE_URL, never the request's Host), with the token in its fragment, or null where none is configured. Completing it (the page, or api-complete-connect-link) returns the user's id for \`x-user-id\`, and the account webhook receives \`user.connected\`. A key scoped to its own websites cannot make one (403).`,
   responses: {
     201: jsonAnswer('The link', CreateConnectLinkResponse),
-    409: errorResponse('The account has 100 connect links open (unused and unexpired)'),
+    409: errorResponse('The account has 100 connect links open (unused and unexpired)', ['conflict']),
   },
 });
 

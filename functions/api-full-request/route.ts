@@ -33,15 +33,18 @@ export const route = createRoute({
     202: jsonAnswer('A request with this x-idempotency-key is in progress; repeat it with the same key and body for the result', MessageProcessing),
     400: errorResponse(
       'Validation error naming the field and rule: prospect_url not a personal profile URL (https://[www.]linkedin.com/in/<slug>), a field too long, an unknown field',
+      ['invalid_request'],
     ),
     402: jsonAnswer(
       'The balance, less what requests still at work hold, does not cover research and message; refused before any provider or engine is called',
       NotEnoughCredits,
     ),
-    403: errorResponse('x-user-id is not connected to the key’s account, or product_id is a product of another account'),
-    404: errorResponse('product_id names no product'),
-    422: errorResponse('x-idempotency-key was already used for a different request'),
-    502: errorResponse('The research provider or the AI engine failed; the message names the step. Nothing was charged; the key may be reused'),
+    403: errorResponse('x-user-id is not connected to the key’s account, or product_id is a product of another account', ['forbidden']),
+    404: errorResponse('product_id names no product', ['not_found']),
+    422: errorResponse('x-idempotency-key was already used for a different request', ['idempotency_key_reused']),
+    502: errorResponse('The research provider or the AI engine failed; the message names the step. Nothing was charged; the key may be reused', [
+      'upstream_failed',
+    ]),
   },
 });
 

@@ -42,13 +42,15 @@ export const route = createRoute({
     202: jsonAnswer('A request with this x-idempotency-key is still in progress; repeat it for the outcome', ProcessingResponse),
     403: errorResponse(
       'x-user-id is not connected to the key’s account; the product or ICP belongs to another account; or the plan’s ICP limit is reached (with plan, icp_limit, icp_count)',
+      ['forbidden'],
     ),
-    404: errorResponse('No such product or ICP'),
-    409: errorResponse('The ICP’s state does not allow the action (the message names the state)'),
-    422: errorResponse('x-idempotency-key was already used for a different request'),
+    404: errorResponse('No such product or ICP', ['not_found']),
+    409: errorResponse('The ICP’s state does not allow the action (the message names the state)', ['conflict']),
+    422: errorResponse('x-idempotency-key was already used for a different request', ['idempotency_key_reused']),
     429: {
       ...errorResponse(
         'create_icp leaving a field to the AI engine, or regenerate_icp, past the account’s 20 ICP generations in the last hour; nothing changed and the key is given back',
+        ['generation_limit'],
       ),
       headers: { 'Retry-After': { description: 'Seconds until the account may start another ICP generation', schema: { type: 'integer' } } },
     },

@@ -23,7 +23,7 @@ export const route = createRoute({
   request: { body: jsonBody(UpdateSettingsInput) },
   responses: {
     200: jsonAnswer('The fields changed', UpdateSettingsResponse),
-    409: errorResponse('auto_reload_enabled true before the operator has set up the reload amount and card'),
+    409: errorResponse('auto_reload_enabled true before the operator has set up the reload amount and card', ['conflict']),
   },
 });
 

@@ -21,7 +21,7 @@ export const route = createRoute({
   request: { query: ListIdentificationsInput },
   responses: {
     200: jsonAnswer('A page of identifications', IdentificationListResponse),
-    404: errorResponse('No such website for this key'),
+    404: errorResponse('No such website for this key', ['not_found']),
   },
 });
 

@@ -21,8 +21,8 @@ export const route = createRoute({
   request: { body: jsonBody(FindBestFitInput) },
   responses: {
     200: jsonAnswer('The best fit', IpToBestFitResponse),
-    402: errorResponse('Not enough credits'),
-    503: errorResponse('IP identification is not configured here, or its local data did not load'),
+    402: errorResponse('Not enough credits', ['insufficient_credits']),
+    503: errorResponse('IP identification is not configured here, or its local data did not load', ['ip_data_unavailable']),
   },
 });
 

@@ -19,8 +19,8 @@ export const route = createRoute({
   request: { body: jsonBody(IdentifyCompanyInput) },
   responses: {
     200: jsonAnswer('The lookup result', IpLookupResult),
-    402: errorResponse('Not enough credits for a lookup that needs the paid providers'),
-    503: errorResponse('IP identification is not configured here, or its local data did not load'),
+    402: errorResponse('Not enough credits for a lookup that needs the paid providers', ['insufficient_credits']),
+    503: errorResponse('IP identification is not configured here, or its local data did not load', ['ip_data_unavailable']),
   },
 });
 

@@ -21,8 +21,8 @@ export const route = createRoute({
   request: { body: jsonBody(AdoptExistingKeyInput) },
   responses: {
     200: jsonAnswer('The adopted child', AdoptResponse),
-    404: errorResponse('No such key'),
-    409: errorResponse('Already has a parent, not active, no active website, or the authenticating key itself'),
+    404: errorResponse('No such key', ['not_found']),
+    409: errorResponse('Already has a parent, not active, no active website, or the authenticating key itself', ['conflict']),
   },
 });
 

@@ -21,9 +21,10 @@ export const route = createRoute({
   request: { body: jsonBody(CreateChildKeyInput) },
   responses: {
     201: jsonAnswer('The child, its key (shown once) and webhook secret (shown once)', CreateChildResponse),
-    402: errorResponse('The pool is on prepaid billing with an empty balance'),
+    402: errorResponse('The pool is on prepaid billing with an empty balance', ['insufficient_ids']),
     409: errorResponse(
       'Domain already live on an active website; on monthly-invoice billing also no saved card, no per-ID rate, or an outstanding invoice',
+      ['conflict'],
     ),
   },
 });

@@ -21,7 +21,7 @@ export const route = createRoute({
   request: { body: jsonBody(ReleaseChildInput) },
   responses: {
     200: jsonAnswer('Released', ReleaseResponse),
-    404: errorResponse('No such child'),
+    404: errorResponse('No such child', ['not_found']),
   },
 });
 

@@ -21,8 +21,8 @@ export const route = createRoute({
   request: { body: jsonBody(ReplayPartnerEventInput) },
   responses: {
     200: jsonAnswer('Queued for delivery now', ReplayResponse),
-    404: errorResponse('No such event'),
-    409: errorResponse('No webhook configured, or the event is still being delivered'),
+    404: errorResponse('No such event', ['not_found']),
+    409: errorResponse('No webhook configured, or the event is still being delivered', ['conflict']),
   },
 });
 

@@ -21,11 +21,10 @@ export const route = createRoute({
   request: { body: jsonBody(RotateChildKeyInput) },
   responses: {
     200: jsonAnswer('The new key', RotateResponse),
-    404: errorResponse('No such child'),
-    429: jsonAnswer(
-      'More than 10 rotations of this child in 24 hours (or the API-wide rate limit)',
-      z.object({ success: z.literal(false), error: z.string(), recent_rotations_24h: z.number().int().optional() }),
-    ),
+    404: errorResponse('No such child', ['not_found']),
+    429: errorResponse('More than 10 rotations of this child in 24 hours (or the API-wide rate limit)', ['rotation_limit'], {
+      recent_rotations_24h: z.number().int().optional(),
+    }),
   },
 });
 

@@ -21,16 +21,11 @@ export const route = createRoute({
   request: { body: jsonBody(TransferTopupInput) },
   responses: {
     200: jsonAnswer('Both balances after the move', TransferResponse),
-    402: jsonAnswer(
-      'The partner’s top-up balance is below amount (or the pool has no IDs left)',
-      z.object({
-        success: z.literal(false),
-        error: z.string(),
-        partner_topup_balance: z.number().int().optional(),
-        requested_amount: z.number().int().optional(),
-      }),
-    ),
-    404: errorResponse('Child missing, or partner or child has no subscription row'),
+    402: errorResponse('The partner’s top-up balance is below amount (or the pool has no IDs left)', ['insufficient_topup'], {
+      partner_topup_balance: z.number().int().optional(),
+      requested_amount: z.number().int().optional(),
+    }),
+    404: errorResponse('Child missing, or partner or child has no subscription row', ['not_found']),
   },
 });
 

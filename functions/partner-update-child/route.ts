@@ -21,7 +21,7 @@ export const route = createRoute({
   request: { body: jsonBody(UpdateChildInput) },
   responses: {
     200: jsonAnswer('The updated child', UpdateChildResponse),
-    404: errorResponse('No such child key'),
+    404: errorResponse('No such child key', ['not_found']),
   },
 });
 

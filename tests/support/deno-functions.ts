@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { migrate } from '@sightline/core';
-import { loadMigrations, openPglite } from '@sightline/host';
+import { loadSchema, openPglite } from '@sightline/host';
 import { envForDatabase, TEST_SECRET, type TestEnv } from './app.ts';
 import { REPO_ROOT } from './process.ts';
 
@@ -117,6 +117,6 @@ export async function startDenoFunctions(db: DenoDatabaseEnv, extra: Record<stri
  */
 export async function openPgliteDirEnv(dir: string): Promise<TestEnv> {
   const db = await openPglite(dir);
-  await migrate(db, await loadMigrations());
+  await migrate(db, await loadSchema());
   return envForDatabase({ db, url: undefined, drop: () => db.close() });
 }

@@ -1,7 +1,7 @@
 import type { Logger } from '@sightline/core';
 
 export interface LogLine {
-  level: 'info' | 'warn' | 'error';
+  level: 'debug' | 'info' | 'warn' | 'error';
   msg: string;
   fields: Record<string, unknown> | undefined;
 }
@@ -10,6 +10,7 @@ export interface LogLine {
 export function capturingLogger() {
   const lines: LogLine[] = [];
   const log: Logger = {
+    debug: (msg, fields) => lines.push({ level: 'debug', msg, fields }),
     info: (msg, fields) => lines.push({ level: 'info', msg, fields }),
     warn: (msg, fields) => lines.push({ level: 'warn', msg, fields }),
     error: (msg, fields) => lines.push({ level: 'error', msg, fields }),

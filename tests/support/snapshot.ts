@@ -75,7 +75,8 @@ export async function changeProbe(
 
 /**
  * The probe for "a refused request changes nothing": what a refusal may rightly leave behind is
- * the call count every authenticated call adds, answered or refused (decisions, "Usage is counted"),
+ * the call count every authenticated call adds, answered or refused (docs/decisions/account.md,
+ * "Usage is counted in memory, written in batches"),
  * and an idempotency key it took and gave back (compared by content, so taken-and-returned is no
  * change). Anything else written is a change.
  */

@@ -6,7 +6,7 @@ import { BoundedLru } from './lru.ts';
  * Key records by keyed hash, so a lookup that repeats its key skips the database. Correctness rests
  * on invalidation, from two directions:
  * - the database announces every change to a key's status, hash, role, scope or account (triggers
- *   of migrations 0005 and 0028 NOTIFY on `sl_auth_changed`), and every process clears its cache when the
+ *   in migrations/functions/auth/sl_notify_auth_changed.sql NOTIFY on `sl_auth_changed`), and every process clears its cache when the
  *   notification arrives, or when its listening connection (re)connects, since it may have missed
  *   some while away;
  * - a request in this process that may change keys (every partner POST, every operator command)
@@ -72,7 +72,7 @@ export function createAuthCache({ ttlMs, maxEntries, digest, now = Date.now }: A
   };
 }
 
-/** The channel migration 0005's triggers notify when a key or its account changes. */
+/** The channel the triggers of migrations/functions/auth/sl_notify_auth_changed.sql notify when a key or its account changes. */
 export const AUTH_CHANGED_CHANNEL = 'sl_auth_changed';
 
 /** Payloads with this prefix are the listener's own probes, not changes: they clear nothing. */

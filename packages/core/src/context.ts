@@ -12,6 +12,9 @@ import type { PaymentProcessor } from './payments/processor.ts';
 import type { ProfileResearch } from './research/profile.ts';
 
 export interface Logger {
+  /** What nothing happened in (a sweep that found no work): shown only at LOG_LEVEL=debug. */
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  /** Work done and state changes. */
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
@@ -137,4 +140,4 @@ export interface VerbArgs<I, C = CoreDeps> {
 
 export type PartnerCtx = CoreDeps & { caller: PartnerCaller };
 
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

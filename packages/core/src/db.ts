@@ -1,3 +1,5 @@
+import { CREATE_DEFINITIONS_TABLE, type Definition, definitionRunner, requiredDefinitions } from './schema-definitions.ts';
+
 /**
  * The database port. Core code talks SQL through tagged templates only (values always travel as
  * parameters), against either postgres.js (a real server) or PGlite (embedded); both adapters
@@ -36,29 +38,55 @@ export interface Migration {
 }
 
 /**
- * Applies forward-only migrations in name order, each in its own transaction, exactly once.
- * An advisory lock makes concurrent starts (two replicas) safe.
+ * What `migrate` applies: the versioned migrations (tables, columns, indexes, data) and the
+ * definitions (every SQL function, trigger and view, once, in its current form: schema-definitions.ts).
  */
-export async function migrate(db: Database, migrations: Migration[]): Promise<string[]> {
+export interface Schema {
+  migrations: Migration[];
+  /**
+   * Omitted: the versioned migrations alone, which is how a database was built before the
+   * definitions had files of their own (tests build one that way to prove the upgrade).
+   */
+  definitions?: Definition[];
+}
+
+/**
+ * Applies forward-only migrations in name order, each exactly once, then re-applies each definition
+ * whose text changed (a checksum), all in one transaction. A migration that needs a function before
+ * the definitions are applied (a CHECK or a generated column calls it) names its file in a
+ * `-- requires: functions/<area>/<name>.sql` line; that file is applied just before it.
+ * An advisory lock makes concurrent starts (two replicas) safe. Returns the migrations and
+ * definition files applied.
+ */
+export async function migrate(db: Database, schema: Schema): Promise<string[]> {
   const applied: string[] = [];
   await db.exec(`create table if not exists schema_migrations (
     name text primary key, applied_at timestamptz not null default now())`);
-  const sorted = [...migrations].sort((a, b) => a.name.localeCompare(b.name));
+  if (schema.definitions) await db.exec(CREATE_DEFINITIONS_TABLE);
+  const sorted = [...schema.migrations].sort((a, b) => a.name.localeCompare(b.name));
   await db.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(7311995001)`;
+    const runner = schema.definitions ? await definitionRunner(withExec(tx, db), schema.definitions) : undefined;
     const done = new Set((await tx<{ name: string }>`select name from schema_migrations`).map((r) => r.name));
     for (const m of sorted) {
       if (done.has(m.name)) continue;
+      if (runner) for (const path of requiredDefinitions(m.sql)) await runner.ensure(path);
       await execIn(tx, db, m.sql);
       await tx`insert into schema_migrations (name) values (${m.name})`;
       applied.push(m.name);
     }
+    if (runner) applied.push(...(await runner.sync()));
   });
   return applied;
 }
 
 /** Transactions created by adapters carry an `exec` so scripts run inside them. */
 type ExecCapable = Sql & { exec?: (script: string) => Promise<void> };
+
+function withExec(tx: ExecCapable, db: Database): Sql & { exec(script: string): Promise<void> } {
+  const exec = tx.exec ? tx.exec.bind(tx) : (script: string) => db.exec(script);
+  return Object.assign(tx, { exec });
+}
 
 async function execIn(tx: ExecCapable, db: Database, script: string): Promise<void> {
   if (tx.exec) return tx.exec(script);

@@ -113,6 +113,7 @@ export * from './redis.ts';
 export * from './research/people-data-labs.ts';
 export * from './research/profile.ts';
 export * from './research/url-only.ts';
+export * from './schema-definitions.ts';
 export * from './schemas.ts';
 export * from './tracker/aggregate-events.ts';
 export * from './tracker/append-events.ts';

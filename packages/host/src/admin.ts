@@ -14,14 +14,14 @@ function parseFlags(argv: string[]): Record<string, string> {
   const flags: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
-    if (!arg.startsWith('--')) throw new AppError(400, `unexpected argument ${arg}`);
+    if (!arg.startsWith('--')) throw new AppError('invalid_request', `unexpected argument ${arg}`);
     const eq = arg.indexOf('=');
     if (eq > 0) {
       flags[arg.slice(2, eq)] = arg.slice(eq + 1);
       continue;
     }
     const next = argv[i + 1];
-    if (next === undefined || next.startsWith('--')) throw new AppError(400, `${arg} needs a value`);
+    if (next === undefined || next.startsWith('--')) throw new AppError('invalid_request', `${arg} needs a value`);
     flags[arg.slice(2)] = next;
     i++;
   }
@@ -43,7 +43,7 @@ async function viaServer(port: number, token: string, command: string, flags: Re
     body: JSON.stringify(flags),
   });
   const body = (await res.json()) as { success?: boolean; error?: string };
-  if (!res.ok) throw new AppError(400, body.error ?? `server answered ${res.status}`);
+  if (!res.ok) throw new AppError('invalid_request', body.error ?? `server answered ${res.status}`);
   return body;
 }
 

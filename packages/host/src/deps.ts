@@ -5,7 +5,7 @@ import { type BuiltDeps, buildDeps, connectConfiguredPostgres, type Database, ty
 import { openPglite } from './db-pglite.ts';
 import { packageIpSources } from './ip-base.ts';
 import { createLogger } from './logger.ts';
-import { loadMigrations } from './migrations.ts';
+import { loadSchema } from './migrations.ts';
 import { nodeHmacSha256Hex, nodeSha256Base64 } from './node-hmac.ts';
 import { nodeRemoteAddress, nodeRequestHeaders } from './node-remote-address.ts';
 import { createNodeWebhookTransport } from './webhook-transport.ts';
@@ -42,7 +42,7 @@ export async function openDatabase(env: Env): Promise<Database> {
 }
 
 export async function migrateDatabase(db: Database): Promise<string[]> {
-  return migrate(db, await loadMigrations());
+  return migrate(db, await loadSchema());
 }
 
 /**

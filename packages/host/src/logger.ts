@@ -11,6 +11,7 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
     write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }));
   };
   return {
+    debug: (m, f) => emit('debug', m, f),
     info: (m, f) => emit('info', m, f),
     warn: (m, f) => emit('warn', m, f),
     error: (m, f) => emit('error', m, f),

@@ -1,20 +1,10 @@
 import type { AddressInfo } from 'node:net';
-import {
-  AppError,
-  createPartner,
-  isEmptyDatabase,
-  parseEnv,
-  purgeIdempotentRequests,
-  rollOverDuePeriods,
-  sweepWebhookDeliveries,
-  workIcpQueue,
-  workTrackerQueue,
-} from '@sightline/core';
+import { AppError, createPartner, isEmptyDatabase, parseEnv } from '@sightline/core';
 import { buildHostDeps } from './deps.ts';
 import { createNodeServer } from './node-server.ts';
 import { runOperatorCommand } from './operator-commands.ts';
 import { removeRuntimeFile, tokensEqual, writeRuntimeFile } from './runtime-file.ts';
-import { startScheduler } from './scheduler.ts';
+import { scheduledJobs, startScheduler } from './scheduler.ts';
 import { allowedMethodsAt, createHostApp, FUNCTIONS_PREFIX } from './server.ts';
 
 /** `npm start`: one process serving every function, on PGlite unless DATABASE_URL is set. */
@@ -32,7 +22,7 @@ async function main() {
       const auth = c.req.header('authorization') ?? '';
       const loopback = remote === '127.0.0.1' || remote === '::1' || remote === '::ffff:127.0.0.1';
       if (!loopback || !operatorToken || !tokensEqual(auth, `Bearer ${operatorToken}`)) {
-        throw new AppError(403, 'operator commands are accepted only from this machine with the data-directory token');
+        throw new AppError('forbidden', 'operator commands are accepted only from this machine with the data-directory token');
       }
       const flags = (await c.req.json().catch(() => ({}))) as Record<string, string>;
       try {
@@ -72,18 +62,7 @@ async function main() {
     process.stdout.write(`${lines.join('\n')}\n`);
   });
 
-  const scheduler = startScheduler(
-    [
-      { name: 'period-rollover', everyMs: env.ROLLOVER_INTERVAL_SECONDS * 1000, run: () => rollOverDuePeriods({ ctx: deps, input: {} }) },
-      { name: 'idempotency-purge', everyMs: 3_600_000, run: () => purgeIdempotentRequests({ ctx: deps, input: {} }) },
-      { name: 'webhook-deliveries', everyMs: 60_000, run: () => sweepWebhookDeliveries({ ctx: deps, input: {} }) },
-      // Collect kicks the worker after each beacon; this catches what a dead run left behind.
-      { name: 'tracker-events', everyMs: 5_000, run: () => workTrackerQueue({ ctx: deps, input: {} }) },
-      // Creates, activations and settled identifications kick these; this retries and catches up.
-      { name: 'icp-work', everyMs: 60_000, run: () => workIcpQueue({ ctx: deps, input: {} }) },
-    ],
-    deps.log,
-  );
+  const scheduler = startScheduler(scheduledJobs(deps, { rolloverIntervalSeconds: env.ROLLOVER_INTERVAL_SECONDS }), deps.log);
 
   let stopping = false;
   const stop = async (signal: string) => {

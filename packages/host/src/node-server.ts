@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
-import type { Logger } from '@sightline/core';
+import { ERROR_CODES, type ErrorCode, type Logger } from '@sightline/core';
 
 /**
- * Node's HTTP server for the app, with every answer in the `{ success: false, error }` envelope —
+ * Node's HTTP server for the app, with every answer in the `{ success: false, error, code }` envelope —
  * including the ones Node's parser gives before the app runs (a bad Content-Length, a method it
  * does not know, oversized headers, a request that takes too long) and the ones @hono/node-server
  * gives before the app runs (a malformed Host, a backslash in the path), which would otherwise be
@@ -25,22 +25,22 @@ export interface NodeServerOptions {
   requestTimeoutMs?: number;
 }
 
-/** What the parser's error codes mean to a client. */
-function describeParseError(err: NodeJS.ErrnoException): { status: number; error: string } {
+/** What the parser's error codes mean to a client: the reason (its status from core's table) and a message. */
+function describeParseError(err: NodeJS.ErrnoException): { code: ErrorCode; error: string } {
   switch (err.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return { status: 431, error: 'the request headers are too large (at most 16 KiB in all)' };
+      return { code: 'headers_too_large', error: 'the request headers are too large (at most 16 KiB in all)' };
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { status: 408, error: 'the request did not arrive in time' };
+      return { code: 'request_timeout', error: 'the request did not arrive in time' };
     case 'HPE_INVALID_CONTENT_LENGTH':
     case 'HPE_UNEXPECTED_CONTENT_LENGTH':
-      return { status: 400, error: 'the Content-Length header is not valid' };
+      return { code: 'invalid_request', error: 'the Content-Length header is not valid' };
     case 'HPE_INVALID_TRANSFER_ENCODING':
-      return { status: 400, error: 'the Transfer-Encoding header is not valid' };
+      return { code: 'invalid_request', error: 'the Transfer-Encoding header is not valid' };
     case 'HPE_INVALID_METHOD':
-      return { status: 405, error: 'that HTTP method is not allowed' };
+      return { code: 'method_not_allowed', error: 'that HTTP method is not allowed' };
     default:
-      return { status: 400, error: 'the request is not valid HTTP' };
+      return { code: 'invalid_request', error: 'the request is not valid HTTP' };
   }
 }
 
@@ -68,8 +68,9 @@ function answerClientError(err: NodeJS.ErrnoException & { rawPacket?: unknown },
     socket.destroy();
     return;
   }
-  const { status, error } = describeParseError(err);
-  const body = JSON.stringify({ success: false, error });
+  const { code, error } = describeParseError(err);
+  const status = ERROR_CODES[code].status;
+  const body = JSON.stringify({ success: false, error, code });
   const headers = [
     `HTTP/1.1 ${status} ${REASONS[status] ?? 'Bad Request'}`,
     'Content-Type: application/json',
@@ -92,10 +93,10 @@ export function createNodeServer(opts: NodeServerOptions): Server {
       if (err instanceof Error && err.name === 'RequestError') {
         // Its messages name the part at fault, except a URL that would not parse from Host + path.
         const what = /^invalid url$/i.test(err.message) ? 'the Host header or the request path is not valid' : err.message.toLowerCase();
-        return Response.json({ success: false, error: `bad request: ${what}` }, { status: 400 });
+        return Response.json({ success: false, error: `bad request: ${what}`, code: 'invalid_request' satisfies ErrorCode }, { status: 400 });
       }
       opts.log.error('unhandled error before the app', { error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
-      return Response.json({ success: false, error: 'internal error, please retry' }, { status: 500 });
+      return Response.json({ success: false, error: 'internal error, please retry', code: 'internal_error' satisfies ErrorCode }, { status: 500 });
     },
   });
   const server = createServer(

@@ -77,7 +77,7 @@ function command<Shape extends z.core.$ZodShape>(spec: {
       const parsed = schema.safeParse(flags);
       if (!parsed.success) {
         const msg = parsed.error.issues.map((i) => i.message).join('; ');
-        throw new AppError(400, `${msg}\nusage: npm run admin -- ${spec.usage}`);
+        throw new AppError('invalid_request', `${msg}\nusage: npm run admin -- ${spec.usage}`);
       }
       return spec.run(deps, parsed.data, progress);
     },
@@ -126,7 +126,7 @@ const commands = {
       'payment-ref': z.string().min(1).optional(),
     }),
     run: (deps, f) => {
-      if (!f['account-id'] === !f['child-id']) throw new AppError(400, 'give exactly one of --account-id (pool) or --child-id');
+      if (!f['account-id'] === !f['child-id']) throw new AppError('invalid_request', 'give exactly one of --account-id (pool) or --child-id');
       return creditTopup({
         ctx: deps,
         input: {
@@ -334,7 +334,7 @@ async function readInput(file: string): Promise<string> {
   try {
     return await readFile(file, 'utf8');
   } catch (err) {
-    throw new AppError(400, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new AppError('invalid_request', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
   }
 }
 
@@ -358,8 +358,8 @@ export async function runOperatorCommand(
   flags: Record<string, string>,
   progress: Progress = () => {},
 ): Promise<unknown> {
-  if (!isOperatorCommand(name)) throw new AppError(400, `unknown command ${name}; commands:\n${operatorUsage}`);
+  if (!isOperatorCommand(name)) throw new AppError('invalid_request', `unknown command ${name}; commands:\n${operatorUsage}`);
   const unstorable = findUnstorableText(flags);
-  if (unstorable) throw new AppError(400, `--${unstorable} ${UNSTORABLE_TEXT_MESSAGE}`);
+  if (unstorable) throw new AppError('invalid_request', `--${unstorable} ${UNSTORABLE_TEXT_MESSAGE}`);
   return commands[name].run(deps, flags, progress);
 }

@@ -9,7 +9,8 @@
  * one slot per query, and each query's completion scanned the whole array looking for the
  * connection it had already shifted out. Measured: a 10-connection pool at 3 queries in flight
  * fell from 34,000 to 17,000 queries/s over 160,000 queries; the soak bench's server spent 40% of
- * its CPU in that scan by its tenth minute, and its throughput fell by a third (docs/decisions.md).
+ * its CPU in that scan by its tenth minute, and its throughput fell by a third
+ * (docs/decisions/performance.md, "postgres.js is bundled with a queue of our own").
  *
  * Here `remove` looks only at the live part, and the array is compacted once more than half of it
  * is spent, so both stay proportional to what is queued.

@@ -1,9 +1,23 @@
-import type { Logger } from '@sightline/core';
+import type { CoreDeps, Logger } from '@sightline/core';
+import { periodRollover, SCHEDULE, type Sweep } from '../../../functions/_shared/schedule.ts';
 
 export interface ScheduledJob {
   name: string;
   everyMs: number;
   run(): Promise<unknown>;
+}
+
+/**
+ * Whether a job's result says it did nothing, whatever the job: every number in it is 0, every list
+ * empty, every flag false, at any depth (nothing, too, when it returned nothing). Text says nothing
+ * either way, so a result of only names and zeros did nothing.
+ */
+export function didNothing(result: unknown): boolean {
+  if (result === undefined || result === null || result === false || result === 0) return true;
+  if (typeof result === 'string') return true;
+  if (Array.isArray(result)) return result.length === 0;
+  if (typeof result === 'object') return Object.values(result).every(didNothing);
+  return false;
 }
 
 /**
@@ -20,7 +34,12 @@ export function startScheduler(jobs: ScheduledJob[], log: Logger, firstRunDelayM
     const started = Date.now();
     const p = job
       .run()
-      .then((result) => log.info('scheduled job finished', { job: job.name, ms: Date.now() - started, result }))
+      .then((result) => {
+        // Every few seconds a sweep finds nothing: said at debug, so the log at info speaks only of work done.
+        const fields = { job: job.name, ms: Date.now() - started, result };
+        if (didNothing(result)) log.debug('scheduled job finished', fields);
+        else log.info('scheduled job finished', fields);
+      })
       .catch((err: unknown) => log.error('scheduled job failed', { job: job.name, error: err instanceof Error ? err.message : String(err) }))
       .finally(() => running.delete(job.name));
     running.set(job.name, p);
@@ -36,4 +55,13 @@ export function startScheduler(jobs: ScheduledJob[], log: Logger, firstRunDelayM
       await Promise.all(running.values());
     },
   };
+}
+
+/**
+ * The Node host's jobs: one per sweep of the schedule (functions/_shared/schedule.ts), at the
+ * sweep's Node cadence, the period rollover's from ROLLOVER_INTERVAL_SECONDS.
+ */
+export function scheduledJobs(deps: CoreDeps, opts: { rolloverIntervalSeconds: number }, schedule: readonly Sweep[] = SCHEDULE): ScheduledJob[] {
+  const everySeconds: Record<string, number> = { [periodRollover.sweep]: opts.rolloverIntervalSeconds };
+  return schedule.map((s) => ({ name: s.sweep, everyMs: (everySeconds[s.sweep] ?? s.nodeEverySeconds) * 1000, run: () => s.run(deps) }));
 }

@@ -13,7 +13,8 @@ export function openApiDocument(app: FunctionApp) {
     info: {
       title: 'Sightline API',
       version: '0.1.0',
-      description: 'Visitor identification and partner management. Errors are always `{ success: false, error }`.',
+      description:
+        'Visitor identification and partner management. Errors are always `{ success: false, error, code }`: `code` is a stable reason to branch on, listed per status.',
     },
     servers: [{ url: 'http://localhost:8787', description: 'npm start' }],
   });

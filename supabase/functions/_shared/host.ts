@@ -26,6 +26,7 @@ declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
  */
 
 const jsonLogger: Logger = {
+  debug: (msg, fields) => console.debug(JSON.stringify({ level: 'debug', msg, ...fields })),
   info: (msg, fields) => console.log(JSON.stringify({ level: 'info', msg, ...fields })),
   warn: (msg, fields) => console.warn(JSON.stringify({ level: 'warn', msg, ...fields })),
   error: (msg, fields) => console.error(JSON.stringify({ level: 'error', msg, ...fields })),
@@ -34,7 +35,7 @@ const jsonLogger: Logger = {
 /**
  * Deno has no connect-time lookup hook on fetch, so host names are resolved and checked first.
  * A rebinding resolver could still answer differently on connect; the Node host closes that gap
- * with a guarded lookup (see docs/decisions.md). Deno's client does not cap connections per host,
+ * with a guarded lookup (see docs/decisions/webhooks.md, "Reachable"). Deno's client does not cap connections per host,
  * so a request is not queued behind others and the timeout can start with the fetch. As on Node,
  * only the first RECEIVER_ANSWER_MAX_BYTES of an answer are read and a longer body is cancelled.
  */

@@ -11,5 +11,5 @@ export async function assertConnectedUser({ ctx, input }: VerbArgs<{ accountId: 
   const [user] = await ctx.db<{ ok: boolean }>`
     select true as ok from connected_users
     where id = ${input.userId} and account_id = ${input.accountId} and status = 'connected'`;
-  if (!user) throw new AppError(403, 'x-user-id is not a user connected to this account (connect them with a connect link first)');
+  if (!user) throw new AppError('forbidden', 'x-user-id is not a user connected to this account (connect them with a connect link first)');
 }

@@ -54,7 +54,7 @@ export async function beginIdempotentRequest({ ctx, input }: VerbArgs<Idempotent
       if (row.response_status === null || row.response_body === null) throw new Error('a completed idempotent request has no response');
       return { outcome: 'completed', status: row.response_status, body: row.response_body };
     case 'mismatch':
-      throw new AppError(422, 'x-idempotency-key was already used for a different request; use a new key for a new request');
+      throw new AppError('idempotency_key_reused', 'x-idempotency-key was already used for a different request; use a new key for a new request');
     default:
       throw new Error(`sl_begin_idempotent answered ${String(row?.outcome)}`);
   }

@@ -36,11 +36,11 @@ export function bodyLimits(maxBytes: number, timeoutMs: number): BodyLimits {
   return {
     maxBytes,
     timeoutMs,
-    tooLarge: () => new AppError(413, `the request body must be at most ${maxBytes} bytes`),
+    tooLarge: () => new AppError('payload_too_large', `the request body must be at most ${maxBytes} bytes`),
     // `Connection: close`: the rest of a stalled body may still come, and must not be read as a next request.
-    stalled: () => new AppError(408, `the request body did not arrive within ${timeoutMs / 1000} s`, {}, { Connection: 'close' }),
+    stalled: () => new AppError('request_timeout', `the request body did not arrive within ${timeoutMs / 1000} s`, {}, { Connection: 'close' }),
     // A client that hangs up mid-body made the mistake; it is not a server error worth a stack trace.
-    cutOff: () => new AppError(400, 'the request body was cut off before it ended'),
+    cutOff: () => new AppError('invalid_request', 'the request body was cut off before it ended'),
   };
 }
 
@@ -90,7 +90,7 @@ export async function readBodyText(c: Context<HonoEnv>, limits: BodyLimits, host
   try {
     return UTF8.decode(bytes);
   } catch {
-    throw new AppError(400, 'the request body is not valid UTF-8');
+    throw new AppError('invalid_request', 'the request body is not valid UTF-8');
   }
 }
 

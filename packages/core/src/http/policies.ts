@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { assertConnectedUser } from '../account/assert-connected-user.ts';
 import { authenticateAccountActor, authenticateKey, authenticatePartner, findAccountActorKey } from '../auth/authenticate.ts';
 import type { Caller, PartnerCaller } from '../context.ts';
-import { AppError, unauthorized } from '../errors.ts';
+import { AppError, type ErrorCode, unauthorized } from '../errors.ts';
 import { assertPoolHasIds } from '../ledger/assert-pool-has-ids.ts';
 import { clientAddress } from '../net/client-address.ts';
 import { parseIp } from '../net/ip.ts';
@@ -26,8 +26,8 @@ export interface Policy {
    * refused request changes nothing), and after-effects run once the route has answered.
    */
   middleware: MiddlewareHandler<HonoEnv>[];
-  /** Error responses the policy itself can give, by status. */
-  errors: Partial<Record<number, string>>;
+  /** Error responses the policy itself can give, by reason (the table in errors.ts gives each its status). */
+  errors: Partial<Record<ErrorCode, string>>;
   /** Request headers it reads beyond the credential, validated before the route runs. */
   headers?: z.ZodObject;
   /** Response headers it sets, by status ('default' for every answer). */
@@ -68,7 +68,7 @@ const partnerLimits: MiddlewareHandler<HonoEnv> = async (c, next) => {
   };
   if (!d.allowed) {
     throw new AppError(
-      429,
+      'rate_limited',
       `rate limit of ${d.limit} requests per ${d.windowSeconds} s reached; retry in ${d.resetSeconds} s`,
       {},
       {
@@ -141,7 +141,7 @@ const connectLinkLimits: MiddlewareHandler<HonoEnv> = async (c, next) => {
   };
   if (!d.allowed) {
     throw new AppError(
-      429,
+      'rate_limited',
       `too many connect-link completions from this address: ${d.limit} per ${d.windowSeconds} s; retry in ${d.resetSeconds} s`,
       {},
       { ...headers, 'Retry-After': String(d.resetSeconds) },
@@ -177,9 +177,11 @@ function partnerPolicy(opts: { limited: boolean; action: boolean }): Policy {
     authenticate: (c) => authenticatePartner(accessKey(c)),
     middleware: [...(opts.limited ? [partnerLimits] : []), ...(opts.action ? [forgetCachedKeys, dispatchAfterAction] : [])],
     errors: {
-      401: KEY_401,
-      403: PARTNER_403,
-      ...(opts.limited ? { 402: 'The partner pool has no identifications left', 429: 'API-wide rate limit reached; see Retry-After' } : {}),
+      unauthorized: KEY_401,
+      forbidden: PARTNER_403,
+      ...(opts.limited
+        ? { insufficient_ids: 'The partner pool has no identifications left', rate_limited: 'API-wide rate limit reached; see Retry-After' }
+        : {}),
     },
     ...(opts.limited ? { responseHeaders: LIMIT_HEADERS } : {}),
     security: [{ AccessKey: [] }],
@@ -212,7 +214,7 @@ function parseHeaders<T extends z.ZodObject>(schema: T, c: Context<HonoEnv>): z.
     const issue = parsed.error.issues[0];
     const header = String(issue?.path[0] ?? 'header');
     throw new AppError(
-      400,
+      'invalid_request',
       raw[header] === undefined ? `the ${header} header is required` : `the ${header} header ${issue?.message ?? 'is not valid'}`,
     );
   }
@@ -244,7 +246,7 @@ export const policies = {
     description: 'A key that acts on the account (not one scoped to its own websites)',
     authenticate: (c) => authenticateAccountActor(accessKey(c)),
     middleware: [],
-    errors: { 401: KEY_401, 403: WEBSITES_SCOPE_403 },
+    errors: { unauthorized: KEY_401, forbidden: WEBSITES_SCOPE_403 },
     security: [{ AccessKey: [] }],
     cors: false,
   } satisfies Policy,
@@ -292,7 +294,7 @@ export const policies = {
       return { kind: 'sweep' };
     },
     middleware: [],
-    errors: { 401: 'Missing or wrong sweep token' },
+    errors: { unauthorized: 'Missing or wrong sweep token' },
     security: [{ SweepToken: [] }],
     cors: false,
   } satisfies Policy,
@@ -319,7 +321,7 @@ function accountKeyPolicy(description: string): Policy {
     description,
     authenticate: (c) => authenticateKey(accessKey(c)),
     middleware: [],
-    errors: { 401: KEY_401 },
+    errors: { unauthorized: KEY_401 },
     security: [{ AccessKey: [] }],
     cors: false,
   };
@@ -342,9 +344,9 @@ function connectedUserPolicy(headers: typeof UserHeaders | typeof IdempotentUser
     },
     middleware: [],
     errors: {
-      400: 'A missing or malformed x-user-id (or x-idempotency-key)',
-      401: KEY_401,
-      403: 'x-user-id is not a user connected to the key’s account, or the key is scoped to its own websites',
+      invalid_request: 'A missing or malformed x-user-id (or x-idempotency-key)',
+      unauthorized: KEY_401,
+      forbidden: 'x-user-id is not a user connected to the key’s account, or the key is scoped to its own websites',
     },
     headers,
     security: [{ AccessKey: [] }],

@@ -36,16 +36,21 @@ export function guardRequest(opts: GuardOptions): MiddlewareHandler<HonoEnv> {
   const limits = bodyLimits(opts.maxBytes, opts.timeoutMs);
   return async (c, next) => {
     if (!allowed.includes(c.req.method)) {
-      throw new AppError(405, `${c.req.method} is not allowed on ${opts.name}; use ${opts.method}`, {}, { Allow: allowed.join(', ') });
+      throw new AppError(
+        'method_not_allowed',
+        `${c.req.method} is not allowed on ${opts.name}; use ${opts.method}`,
+        {},
+        { Allow: allowed.join(', ') },
+      );
     }
     if (opts.body !== 'none' && c.req.method === opts.method) {
       const type = requestHeader(c, 'content-type') ?? '';
       const json = JSON_CONTENT_TYPE.test(type);
       if (opts.body === 'json' && !json) {
-        throw new AppError(400, 'the request body must be JSON with Content-Type: application/json');
+        throw new AppError('invalid_request', 'the request body must be JSON with Content-Type: application/json');
       }
       if (opts.body === 'text-json' && !json && !TEXT_CONTENT_TYPE.test(type)) {
-        throw new AppError(400, 'the request body must be JSON, sent as text/plain or application/json');
+        throw new AppError('invalid_request', 'the request body must be JSON, sent as text/plain or application/json');
       }
       const text = await readBodyText(c, limits, opts.readBody);
       c.set('bodyText', text);

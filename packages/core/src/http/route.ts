@@ -1,10 +1,10 @@
 import type { RouteConfig, RouteHandler } from '@hono/zod-openapi';
 import type { Context, Handler, MiddlewareHandler } from 'hono';
-import type { ZodType } from 'zod';
-import { AppError } from '../errors.ts';
+import { type ZodType, z } from 'zod';
+import { AppError, type ErrorCode, errorCodes, statusOf } from '../errors.ts';
 import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.ts';
 import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv } from './definition.ts';
-import { describeValidationIssues, errorResponse } from './envelope.ts';
+import { describeValidationIssues, documentedCodes, errorResponse, withCodes } from './envelope.ts';
 import { requestHeader } from './request-header.ts';
 import { functionAppParts } from './server.ts';
 import { findUnstorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.ts';
@@ -71,8 +71,10 @@ function asSchema(value: unknown, part: string, route: RouteConfig): Schema | un
 function documented(route: RouteConfig, def: FunctionDefinition, validates: boolean): RouteConfig {
   const errors = guardedErrors(def, validates);
   const responses: RouteConfig['responses'] = {};
-  for (const [status, description] of Object.entries(errors)) responses[status] = errorResponse(description);
-  Object.assign(responses, route.responses);
+  for (const [status, { description, codes }] of Object.entries(errors)) responses[status] = errorResponse(description, codes);
+  for (const [status, response] of Object.entries(route.responses)) {
+    responses[status] = Number(status) >= 400 ? withGuardedCodes(route, status, response, errors[status]?.codes ?? []) : response;
+  }
   const extraHeaders = def.policy.responseHeaders ?? {};
   for (const [status, response] of Object.entries(responses)) {
     // `default` headers come from the policy's middleware, so not on what is answered before it runs.
@@ -100,22 +102,57 @@ function documented(route: RouteConfig, def: FunctionDefinition, validates: bool
 }
 
 /**
+ * A route's own error response, documenting also the codes its function's guards answer with the
+ * same status (the route's description wins). Every code the route lists must be one answered with
+ * that status, and every error response must document its codes (errorResponse).
+ */
+function withGuardedCodes(route: RouteConfig, status: string, response: ResponseOf<RouteConfig>, guarded: readonly ErrorCode[]) {
+  const where = `${route.method} ${route.path} ${status}`;
+  if (!('content' in response)) throw new Error(`${where}: an error response is a JSON error body (errorResponse)`);
+  const media = response.content?.['application/json'];
+  const schema: unknown = media && 'schema' in media ? media.schema : undefined;
+  const own = documentedCodes(schema);
+  if (!own || !(schema instanceof z.ZodObject)) throw new Error(`${where}: an error response documents its codes (errorResponse)`);
+  const misplaced = own.filter((code) => String(statusOf(code)) !== status);
+  if (misplaced.length) throw new Error(`${where}: ${misplaced.join(', ')} is answered with another status`);
+  const missing = guarded.filter((code) => !own.includes(code));
+  if (!missing.length) return response;
+  const codes = errorCodes.filter((code) => own.includes(code) || missing.includes(code));
+  return { ...response, content: { 'application/json': { schema: withCodes(schema, codes) } } };
+}
+
+type ResponseOf<R extends RouteConfig> = R['responses'][string];
+
+/** An error answer a function can give whatever its route does: what it means, and the codes it carries. */
+export interface GuardedError {
+  description: string;
+  codes: ErrorCode[];
+}
+
+/**
  * The error answers a function can give before or around its route, whatever the route does: its
  * policy's, its body guard's, a wrong method, an unexpected failure; and a validation error when
- * the route checks any input. The document lists them; the contract test makes each happen.
+ * the route checks any input. By status, with the codes each carries (the table in errors.ts gives
+ * every code its status). The document lists them; the contract test makes each happen.
  */
-export function guardedErrors(def: FunctionDefinition, validates: boolean): Record<string, string> {
+export function guardedErrors(def: FunctionDefinition, validates: boolean): Record<string, GuardedError> {
   const kind = bodyKindOf(def);
-  const errors: Record<string, string> = {};
-  if (validates || kind !== 'none') errors['400'] = 'Validation error: missing required field or malformed value';
-  for (const [status, description] of Object.entries(def.policy.errors)) if (description) errors[status] = description;
-  errors['405'] = 'Wrong HTTP method';
+  const errors: Record<string, GuardedError> = {};
+  // A later description of a status wins (a policy's over the generic validation one); the codes add up.
+  const add = (code: ErrorCode, description: string) => {
+    const status = String(statusOf(code));
+    const codes = errors[status]?.codes ?? [];
+    errors[status] = { description, codes: codes.includes(code) ? codes : [...codes, code] };
+  };
+  if (validates || kind !== 'none') add('invalid_request', 'Validation error: missing required field or malformed value');
+  for (const [code, description] of Object.entries(def.policy.errors) as [ErrorCode, string | undefined][]) if (description) add(code, description);
+  add('method_not_allowed', 'Wrong HTTP method');
   if (kind !== 'none') {
-    errors['408'] = `Request body still incomplete ${BODY_TIMEOUT_MS / 1000} s after the headers (the connection is closed)`;
-    errors['413'] = `Request body over ${MAX_BODY_BYTES} bytes`;
+    add('request_timeout', `Request body still incomplete ${BODY_TIMEOUT_MS / 1000} s after the headers (the connection is closed)`);
+    add('payload_too_large', `Request body over ${MAX_BODY_BYTES} bytes`);
   }
-  errors['500'] = 'Internal error; retry';
-  if (def.readsDatabase !== false) errors['503'] = 'The database cannot be reached right now; retry after Retry-After seconds';
+  add('internal_error', 'Internal error; retry');
+  if (def.readsDatabase !== false) add('database_unavailable', 'The database cannot be reached right now; retry after Retry-After seconds');
   return errors;
 }
 
@@ -130,7 +167,7 @@ function validateInput(parts: { body?: Schema; query?: Schema; params?: ObjectSc
       try {
         value = JSON.parse(c.get('bodyText'));
       } catch {
-        throw new AppError(400, 'the request body is not valid JSON');
+        throw new AppError('invalid_request', 'the request body is not valid JSON');
       }
       c.req.addValidatedData('json', checked(body, value));
     }
@@ -159,8 +196,8 @@ function namedHeaders(c: Context<HonoEnv>, schema: ObjectSchema): Record<string,
 function checked(schema: Schema, value: unknown): object {
   // Before the schema, once for every field of every route, so no text field can forget it.
   const unstorable = findUnstorableText(value);
-  if (unstorable) throw new AppError(400, `${unstorable}: ${UNSTORABLE_TEXT_MESSAGE}`);
+  if (unstorable) throw new AppError('invalid_request', `${unstorable}: ${UNSTORABLE_TEXT_MESSAGE}`);
   const result = schema.safeParse(value);
-  if (!result.success) throw new AppError(400, describeValidationIssues(result.error.issues));
+  if (!result.success) throw new AppError('invalid_request', describeValidationIssues(result.error.issues));
   return result.data as object;
 }

@@ -1,6 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { ConnectedUserCaller, CoreDeps, KeyRecord, PartnerCaller } from '../context.ts';
+import { notFound } from '../errors.ts';
 import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.ts';
 import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv, type ServerOptions } from './definition.ts';
 import { renderError } from './envelope.ts';
@@ -92,7 +93,7 @@ export function createApiServer(deps: CoreDeps, defs: FunctionDefinition[], opts
     await next();
   });
   app.onError(renderError);
-  app.notFound((c) => c.json({ success: false, error: `no endpoint at ${new URL(c.req.url).pathname}` }, 404));
+  app.notFound((c) => renderError(notFound(`no endpoint at ${new URL(c.req.url).pathname}`), c));
   for (const def of defs) {
     const prefix = def.mount === 'functions' ? opts.functionsPrefix : '';
     app.route(`${prefix}/${def.name}`, createFunctionApp(def, opts));

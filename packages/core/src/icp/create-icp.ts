@@ -19,6 +19,7 @@ export async function createIcp({ ctx, input }: VerbArgs<{ accountId: string; ic
     () => ctx.db<{ icp: Icp }>`
       select sl_create_icp(${input.accountId}::uuid, ${product_id}::uuid, ${JSON.stringify(fields)}::text::jsonb,
                            ${qualify_threshold ?? null}::int, null::uuid) as icp`,
+    { 429: 'generation_limit' },
   );
   if (!row) throw new Error('sl_create_icp returned no row');
   return row.icp;

@@ -80,9 +80,9 @@ export async function runIcpAction({
 
 /** The generation allowance's 429 carries its wait as SQL detail (`retry_after`); it leaves as the Retry-After header. */
 function withRetryAfter(err: unknown): unknown {
-  if (!(err instanceof AppError) || err.status !== 429 || typeof err.extra.retry_after !== 'number') return err;
+  if (!(err instanceof AppError) || err.code !== 'generation_limit' || typeof err.extra.retry_after !== 'number') return err;
   const { retry_after: seconds, ...extra } = err.extra;
-  return new AppError(429, err.message, extra, { ...err.headers, 'Retry-After': String(seconds) });
+  return new AppError(err.code, err.message, extra, { ...err.headers, 'Retry-After': String(seconds) });
 }
 
 /** One mutating action, its answer stored as the key's outcome in the same transaction. */
@@ -122,6 +122,6 @@ async function perform(ctx: CoreDeps, accountId: string, key: string, request: M
       return inOneTransaction(200, (tx) => updateProduct({ ctx: tx, input: { accountId, productId: product_id, changes } }));
     }
     default:
-      throw new AppError(400, `unknown action ${(request as { action: string }).action}`);
+      throw new AppError('invalid_request', `unknown action ${(request as { action: string }).action}`);
   }
 }

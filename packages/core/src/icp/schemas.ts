@@ -100,7 +100,7 @@ export const Icp = z
     company_characteristics: CompanyCharacteristics,
     workflow_status: z
       .enum(WORKFLOW_STATUSES)
-      .openapi({ description: 'generating → generated | failed; generated → active ⇄ paused (the transitions table in docs/decisions.md)' }),
+      .openapi({ description: 'generating → generated | failed; generated → active ⇄ paused (the transitions table in docs/decisions/icp.md)' }),
     review_status: z.enum(REVIEW_STATUSES),
     qualify_threshold: z.number().int().min(0).max(100).openapi({ description: 'A score at or above it qualifies an identification' }),
     generated_by: z.string().nullable().openapi({
@@ -186,6 +186,6 @@ export type IcpDeleted = z.infer<typeof IcpDeleted>;
  */
 export function checkedInput<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
   const result = schema.safeParse(value);
-  if (!result.success) throw new AppError(400, describeValidationIssues(result.error.issues));
+  if (!result.success) throw new AppError('invalid_request', describeValidationIssues(result.error.issues));
   return result.data;
 }

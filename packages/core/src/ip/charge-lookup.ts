@@ -37,7 +37,7 @@ export async function assertCanPayForLookup({ ctx, input }: VerbArgs<{ accountId
   const potential = COST[input.operation];
   const balance = await balanceOf(ctx, input.accountId);
   if (balance < potential) {
-    throw new AppError(402, `not enough credits: this lookup can cost ${potential}, the balance is ${balance}`, {
+    throw new AppError('insufficient_credits', `not enough credits: this lookup can cost ${potential}, the balance is ${balance}`, {
       credits_required: potential,
       credit_balance: balance,
     });
@@ -48,7 +48,7 @@ export async function assertCanPayForLookup({ ctx, input }: VerbArgs<{ accountId
  * Pays for a fresh verdict in credits and stores it for 7 days, in one transaction
  * (`sl_charge_lookup`): free traffic types cost nothing; a business match costs the operation's
  * price. A concurrent first lookup of the same IP may have stored its result first, and that one
- * stands until it expires (migration 0007), so this process and the shared cache copy the stored row.
+ * stands until it expires (migrations/functions/ip/sl_charge_lookup.sql), so this process and the shared cache copy the stored row.
  */
 export async function chargeLookupCredits({
   ctx,

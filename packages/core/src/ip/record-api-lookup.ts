@@ -4,7 +4,7 @@ import type { Verdict } from './resolve-ip.ts';
 /**
  * Remembers the identified businesses each key looked up with ip-to-company or ip-to-best-fit
  * (cached answers too: lookup_count counts every lookup), as list-visitors' `api` rows. Lookups
- * gather in memory and one statement a moment later (`sl_record_api_lookups`, migration 0022)
+ * gather in memory and one statement a moment later (migrations/functions/ip/sl_record_api_lookups.sql)
  * adds them, so a client repeating one address costs one row update per flush, not one per request.
  */
 export interface ApiLookupRecorder {

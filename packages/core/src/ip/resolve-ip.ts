@@ -143,7 +143,7 @@ export function rememberResult(ipDeps: IpDeps, key: string, result: Verdict, exp
 export async function resolveIp({ ctx, input }: VerbArgs<ResolveIpInput>): Promise<Resolution> {
   // A server still loading its local data answers this lookup once the data is in.
   const ipDeps = ctx.ip ?? (await ctx.ipLoading);
-  if (!ipDeps) throw new AppError(503, 'IP identification is not configured on this deployment, or its local data did not load');
+  if (!ipDeps) throw new AppError('ip_data_unavailable', 'IP identification is not configured on this deployment, or its local data did not load');
   const parsed = parseIp(input.ip);
   if (!parsed) throw new Error(`resolveIp was given ${JSON.stringify(input.ip)}, which the route should have refused`);
   const ip = input.ip;

@@ -41,7 +41,7 @@ export interface IpStoreOptions {
   follow?: boolean;
 }
 
-/** What migration 0006's triggers notify when ip_ranges or ip_companies change. */
+/** What the triggers of migrations/functions/ip/sl_notify_ip_data_changed.sql notify when ip_ranges or ip_companies change. */
 export const IP_DATA_CHANGED_CHANNEL = 'sl_ip_data_changed';
 
 /**

@@ -11,6 +11,6 @@ export async function assertPoolHasIds({ ctx, input }: VerbArgs<{ accountId: str
            and greatest(0, monthly_id_quota - ids_used_this_period) + topup_balance = 0 as exhausted
     from pools where account_id = ${input.accountId}`;
   if (p?.exhausted) {
-    throw new AppError(402, 'the partner pool has no identifications left (no monthly quota and no top-up balance)');
+    throw new AppError('insufficient_ids', 'the partner pool has no identifications left (no monthly quota and no top-up balance)');
   }
 }

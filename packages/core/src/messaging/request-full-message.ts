@@ -150,7 +150,7 @@ async function giveKeyBack(ctx: CoreDeps, keyRef: { accountId: string; key: stri
 
 function notEnoughCredits(cost: Plan['cost'], balance: number): AppError {
   const parts = cost.research > 0 ? `research ${cost.research} + message ${cost.message}` : `message ${cost.message}; research was given`;
-  return new AppError(402, `not enough credits: this request needs ${cost.total} (${parts}), the account has ${balance}`, {
+  return new AppError('insufficient_credits', `not enough credits: this request needs ${cost.total} (${parts}), the account has ${balance}`, {
     credits_required: cost.total,
     credit_balance: balance,
   });
@@ -163,8 +163,8 @@ async function planRequest(ctx: CoreDeps, input: RequestFullMessageInput & { req
   if (request.product_id !== undefined) {
     const [row] = await ctx.db<ProductFacts & { account_id: string }>`
       select account_id, name, url, description, value_propositions, target_customers from products where id = ${request.product_id}`;
-    if (!row) throw new AppError(404, `product_id: no product ${request.product_id}`);
-    if (row.account_id !== input.accountId) throw new AppError(403, 'product_id: the product belongs to another account');
+    if (!row) throw new AppError('not_found', `product_id: no product ${request.product_id}`);
+    if (row.account_id !== input.accountId) throw new AppError('forbidden', 'product_id: the product belongs to another account');
     product = {
       id: request.product_id,
       facts: {
@@ -180,14 +180,17 @@ async function planRequest(ctx: CoreDeps, input: RequestFullMessageInput & { req
     select name, title, company from connected_users
     where id = ${input.userId} and account_id = ${input.accountId} and status = 'connected'`;
   // The policy checked this a moment ago; a user disconnected since is refused the same way.
-  if (!sender) throw new AppError(403, 'x-user-id is not a user connected to this account (connect them with a connect link first)');
+  if (!sender) throw new AppError('forbidden', 'x-user-id is not a user connected to this account (connect them with a connect link first)');
   // A key whose outcome was forgotten (purged after its retention) still names its message: a new
   // request under it would be refused by the store's one-message-per-key rule only after paying the
   // providers, so it is refused here, before any of that.
   const [used] = await ctx.db<{ created_at: string }>`
     select sl_iso(created_at) as created_at from messages where account_id = ${input.accountId} and idempotency_key = ${input.idempotencyKey}`;
   if (used) {
-    throw new AppError(422, `x-idempotency-key was used for a message on ${used.created_at}, whose stored result has expired; use a new key`);
+    throw new AppError(
+      'idempotency_key_reused',
+      `x-idempotency-key was used for a message on ${used.created_at}, whose stored result has expired; use a new key`,
+    );
   }
   const cost = fullRequestCost({ researchGiven: request.research_summary !== undefined });
   // Last, so nothing after it can refuse the request with the credits still held.
@@ -197,8 +200,8 @@ async function planRequest(ctx: CoreDeps, input: RequestFullMessageInput & { req
       input: { accountId: input.accountId, idempotencyKey: input.idempotencyKey, amount: cost.total, ttlMs: FULL_REQUEST_TIMINGS.leaseMs },
     });
   } catch (err) {
-    if (err instanceof AppError && err.status === 402) throw notEnoughCredits(cost, Number(err.extra.credit_balance ?? 0));
-    if (err instanceof AppError && err.status === 404) throw new AppError(404, 'no such account');
+    if (err instanceof AppError && err.code === 'insufficient_credits') throw notEnoughCredits(cost, Number(err.extra.credit_balance ?? 0));
+    if (err instanceof AppError && err.code === 'not_found') throw new AppError('not_found', 'no such account');
     throw err;
   }
   return {
@@ -240,7 +243,7 @@ function stepFailed(step: 'research' | 'message', what: string, err: unknown): A
   const detail = err instanceof Error ? err.message : String(err);
   const clipped = detail.length > 300 ? `${detail.slice(0, 299)}…` : detail;
   return new AppError(
-    502,
+    'upstream_failed',
     `${step} step failed: ${what}${clipped ? ` (${clipped})` : ''}; nothing was charged, and the request may be repeated with the same x-idempotency-key`,
   );
 }
@@ -364,7 +367,7 @@ async function completeMessage(ctx: CoreDeps, plan: Plan, research: Research, me
           ${plan.cost.research}, ${plan.cost.message})`,
     );
   } catch (err) {
-    if (err instanceof AppError && err.status === 402) {
+    if (err instanceof AppError && err.code === 'insufficient_credits') {
       // This request's hold expired while it worked (and went back), and others spent the credits since:
       // report the whole cost and the balance now.
       const [account] = await ctx.db<{ credit_balance: number }>`select credit_balance from accounts where id = ${plan.accountId}`;

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { MessageTemplate, ResearchSummary } from '../ai/engine.ts';
 import { AppError } from '../errors.ts';
-import { describeValidationIssues } from '../http/envelope.ts';
+import { describeValidationIssues, errorBody } from '../http/envelope.ts';
 import { Uuid, whenGiven } from '../schemas.ts';
 import { ProspectUrl } from './prospect-url.ts';
 
@@ -79,14 +79,10 @@ export const MessageProcessing = z
 export type MessageProcessing = z.infer<typeof MessageProcessing>;
 
 /** HTTP 402, before any provider call: what the request needs and what the account has. */
-export const NotEnoughCredits = z
-  .object({
-    success: z.literal(false),
-    error: z.string(),
-    credits_required: z.number().int(),
-    credit_balance: z.number().int(),
-  })
-  .openapi('NotEnoughCreditsError');
+export const NotEnoughCredits = errorBody(['insufficient_credits'], {
+  credits_required: z.number().int(),
+  credit_balance: z.number().int(),
+}).openapi('NotEnoughCreditsError');
 
 /**
  * The verb's own check of its input, so every transport (the route, a CLI, a test) is equally
@@ -94,6 +90,6 @@ export const NotEnoughCredits = z
  */
 export function checkedFullRequest(value: unknown): FullRequestInput {
   const result = FullRequestInput.safeParse(value);
-  if (!result.success) throw new AppError(400, describeValidationIssues(result.error.issues));
+  if (!result.success) throw new AppError('invalid_request', describeValidationIssues(result.error.issues));
   return result.data;
 }

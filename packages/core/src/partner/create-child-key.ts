@@ -79,6 +79,8 @@ export async function createChildKey({ ctx, input }: VerbArgs<CreateChildKeyInpu
     }>`select * from sl_create_child(
         ${ctx.caller.apiKeyId}, ${name}, ${domain}, ${quota}, ${brandName},
         ${keyHash}, ${keyPrefixOf(key)}, ${webhook.url}, ${webhook.sealed})`,
+    // Its 402: the pool cannot fund a child (no pool, or a prepaid pool with no IDs).
+    { 402: 'insufficient_ids' },
   );
   if (!row) throw new Error('sl_create_child returned no row');
 

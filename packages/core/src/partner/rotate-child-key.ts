@@ -27,6 +27,7 @@ export async function rotateChildKey({ ctx, input }: VerbArgs<RotateChildKeyInpu
     () => ctx.db<{ old_key_prefix: string; rotated_at: Date }>`
       select * from sl_rotate_child_key(${ctx.caller.apiKeyId}, ${input.child_api_key_id}, ${hash},
         ${keyPrefixOf(key)}, ${ROTATIONS_PER_DAY})`,
+    { 429: 'rotation_limit' },
   );
   if (!row) throw new Error('sl_rotate_child_key returned no row');
   return {

@@ -28,6 +28,7 @@ export async function transferTopup({ ctx, input }: VerbArgs<TransferTopupInput,
   const [row] = await sqlCall(
     () => ctx.db<{ partner_topup_balance: number; child_topup_balance: number }>`
       select * from sl_transfer_topup(${ctx.caller.apiKeyId}, ${input.child_api_key_id}, ${input.amount})`,
+    { 402: 'insufficient_topup' },
   );
   if (!row) throw new Error('sl_transfer_topup returned no row');
   return { partner_topup_balance: row.partner_topup_balance, child_topup_balance: row.child_topup_balance, transferred: input.amount };

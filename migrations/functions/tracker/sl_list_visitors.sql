@@ -1,0 +1,176 @@
+/*
+ * One page of list-visitors (packages/core/src/tracker/list-visitors.ts has the contract): the
+ * identified visitors of account p_account_id's trackers (p_site: one of them) and, for `source`
+ * all/api, key p_api_key_id's own identified lookups, an address a tracker listed not listed again
+ * as an api row; last_seen at or after p_since; newest first. One row: `total`, the whole filtered
+ * set; `count`, the rows in the page; `visitors`, the page as a JSON array (text).
+ *
+ * `search`: p_pattern (a LIKE pattern, lower case) picks the labels that contain the term, by their
+ * trigram index, and the rows carrying them are read by (website, label, last_seen); an address-like
+ * term also matches addresses whose text lies in [p_address_from, p_address_to), its prefix range.
+ *
+ * Planned once per connection (force_generic_plan), so the statement must not depend on a custom
+ * plan: the branches are gated by one-time filters, the page's rows are fetched by lateral lookups
+ * (a generic plan cannot know the page is small and would hash whole tables), and seqscans are off
+ * because every read here has an index that bounds it by what it finds — a scan would cost what the
+ * table holds, and the planner, costing LIKE as cheap, prefers scanning a small label table to its
+ * trigram index, which is ten times faster. jit off: compiling costs more than a listing saves.
+ */
+
+/*
+ * One page of list-visitors: as in migration 0027, but a key scoped to its own websites lists only
+ * the trackers it owns (a released child's key in the partner's account), as if the account's other
+ * trackers were another account's. The key's scope is read here from its row, so no caller can widen
+ * it. Same parameters, same answer for every key scoped to its account.
+ */
+create or replace function sl_list_visitors(
+  p_account_id uuid, p_api_key_id uuid, p_site text, p_since timestamptz, p_pattern text,
+  p_address_from text, p_address_to text, p_trackers boolean, p_api boolean, p_limit integer, p_offset integer)
+returns table (total integer, count integer, visitors text)
+language plpgsql stable
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set jit = off
+as $$
+#variable_conflict use_column
+declare
+  v_all uuid[];
+  v_domains text[];
+  v_sites uuid[];
+  v_labels bigint[] := '{}';
+  v_total integer;
+  v_page sl_listed_visitor[];
+  -- A part's rows that can reach the page: the page's own, and those the offset skips.
+  v_reach bigint := p_limit::bigint + p_offset;
+begin
+  -- The trackers the key can read, their domains at the same positions (read here once, not once
+  -- per row): the account's, or only its own for a key scoped to its websites.
+  select coalesce(array_agg(w.id), '{}'), coalesce(array_agg(w.domain), '{}'),
+         coalesce(array_agg(w.id) filter (where p_site is null or w.domain = p_site), '{}')
+    into v_all, v_domains, v_sites
+    from websites w join api_keys k on k.id = w.api_key_id
+    join api_keys me on me.id = p_api_key_id
+    where k.account_id = p_account_id and (me.scope = 'account' or w.api_key_id = me.id);
+
+  if p_pattern is null and p_address_from is null then
+    -- Every identified visitor of the listed trackers in the window, and every lookup of the key in
+    -- it whose address none of those visitors has.
+    select (select count(*) from visitors v
+            where p_trackers and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since)
+         + (select count(*) from api_lookups a
+            where p_api and a.api_key_id = p_api_key_id and a.last_seen >= p_since
+              and (p_trackers is not true or not exists (
+                select 1 from visitors v
+                where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since)))
+      into v_total;
+    -- The page from the newest rows of each part: each tracker's and the lookups', in the page's order.
+    v_page := array(
+      select row(m.*)::sl_listed_visitor from (
+        select v.website_id, v.ip, v.last_seen, 'tracker'::text, v.identification_id, v.first_seen, v.visit_count, v.pages_viewed,
+               v.active_ms, v.high_intent, v.identified_count, v.is_watched, v.is_pinned, v.crm_status
+        from unnest(v_sites) s(id)
+        cross join lateral (
+          select * from visitors v
+          where p_trackers and v.website_id = s.id and v.identification_id is not null and v.last_seen >= p_since
+          order by v.last_seen desc, v.ip
+          limit v_reach
+        ) v
+        union all
+        select * from (
+          select null::uuid, a.ip, a.last_seen, 'api'::text, a.id, null::timestamptz, null::integer, null::integer,
+                 null::bigint, null::boolean, null::integer, null::boolean, null::boolean, null::text
+          from api_lookups a
+          where p_api and a.api_key_id = p_api_key_id and a.last_seen >= p_since
+            and (p_trackers is not true or not exists (
+              select 1 from visitors v
+              where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since))
+          order by a.last_seen desc, a.ip
+          limit v_reach
+        ) a
+      ) m (website_id, ip, last_seen, source, row_id, first_seen, visit_count, pages_viewed, active_ms, high_intent,
+           identified_count, is_watched, is_pinned, crm_status)
+      order by m.last_seen desc, m.ip, m.website_id nulls last
+      limit p_limit offset p_offset);
+  else
+    v_labels := case when p_pattern is null then '{}'::bigint[]
+                     else array(select l.id from search_labels l where l.label like p_pattern) end;
+    with tracked as (
+      select v.website_id, v.ip, v.last_seen, v.identification_id as row_id, v.first_seen, v.visit_count, v.pages_viewed,
+             v.active_ms, v.high_intent, v.identified_count, v.is_watched, v.is_pinned, v.crm_status
+      from (
+        -- The label matches, plus the address matches that are not label matches already.
+        select * from visitors v
+        where p_trackers and p_pattern is not null and v.label_id = any(v_labels)
+          and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
+        union all
+        select * from visitors v
+        where p_trackers and p_address_from is not null and host(v.ip) ~>=~ p_address_from and host(v.ip) ~<~ p_address_to
+          and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
+          and (v.label_id is null or v.label_id <> all(v_labels))
+      ) v
+    ), looked_up as (
+      select a.ip, a.last_seen, a.id as row_id
+      from (
+        -- The same two branches over the key's own lookups.
+        select * from api_lookups a
+        where p_api and p_pattern is not null and a.label_id = any(v_labels) and a.api_key_id = p_api_key_id and a.last_seen >= p_since
+        union all
+        select * from api_lookups a
+        where p_api and p_address_from is not null and host(a.ip) ~>=~ p_address_from and host(a.ip) ~<~ p_address_to
+          and a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.label_id <> all(v_labels)
+      ) a
+    ), matching as (
+      select t.website_id, t.ip, t.last_seen, 'tracker'::text as source, t.row_id, t.first_seen, t.visit_count, t.pages_viewed,
+             t.active_ms, t.high_intent, t.identified_count, t.is_watched, t.is_pinned, t.crm_status
+      from tracked t
+      union all
+      select null::uuid, l.ip, l.last_seen, 'api'::text, l.row_id, null, null, null, null, null, null, null, null, null
+      from looked_up l
+      where not exists (select 1 from tracked t where t.ip = l.ip)
+    )
+    select (select count(*) from matching),
+           array(select row(m.*)::sl_listed_visitor from matching m
+                 order by m.last_seen desc, m.ip, m.website_id nulls last
+                 limit p_limit offset p_offset)
+      into v_total, v_page;
+  end if;
+
+  -- The page as JSON text, keys in the contract's order: answered as it is, not parsed into rows and
+  -- written out again by the server.
+  return query
+  select v_total, cardinality(v_page), coalesce(json_agg(r order by p.n), '[]')::text
+  from unnest(v_page) with ordinality p (website_id, ip, last_seen, source, row_id, first_seen, visit_count, pages_viewed,
+                                         active_ms, high_intent, identified_count, is_watched, is_pinned, crm_status, n)
+  -- Limited, so not flattened into joins: each looked up by its key.
+  left join lateral (
+    select i.identification_type, i.person_linkedin_url, i.person_linkedin_name, i.person_linkedin_title,
+           i.person_linkedin_company, i.domain, i.company_name, i.company_linkedin_url, i.confidence, i.country,
+           i.industry, i.employees
+    from identifications i where p.source = 'tracker' and i.id = p.row_id limit 1
+  ) i on true
+  left join lateral (
+    select a.company_name, a.domain, a.confidence, a.first_seen, a.country, a.lookup_count
+    from api_lookups a where p.source = 'api' and a.id = p.row_id limit 1
+  ) a on true
+  cross join lateral (select
+    host(p.ip) as ip, p.source,
+    coalesce(i.identification_type, 'company') as identification_type,
+    coalesce(i.person_linkedin_name, i.company_name, a.company_name) as display_name,
+    i.person_linkedin_url, i.person_linkedin_name, i.person_linkedin_title, i.person_linkedin_company,
+    coalesce(i.domain, a.domain) as domain, coalesce(i.company_name, a.company_name) as company_name,
+    i.company_linkedin_url, coalesce(i.confidence, a.confidence)::float8 as confidence,
+    sl_iso(p.last_seen) as last_seen, sl_iso(coalesce(p.first_seen, a.first_seen)) as first_seen,
+    coalesce(p.visit_count, 0) as visit_count, coalesce(p.pages_viewed, 0) as pages_viewed,
+    coalesce(p.active_ms / 1000, 0)::integer as active_seconds,
+    v_domains[array_position(v_all, p.website_id)] as tracker_site, nullif(coalesce(i.country, a.country), '') as country, i.industry, i.employees,
+    coalesce(p.high_intent, false) as high_intent,
+    p.row_id::text as raw_id,
+    coalesce(p.identified_count, a.lookup_count) as lookup_count,
+    -- With one tracker, a tracker row's address has visited exactly that one.
+    case when p.source = 'tracker' and cardinality(v_all) = 1 then v_domains
+         else array(select distinct v_domains[array_position(v_all, o.website_id)] as domain from visitors o
+                    where o.ip = p.ip and o.website_id = any(v_all) order by domain) end as sites_visited,
+    coalesce(p.is_watched, false) as is_watched, coalesce(p.is_pinned, false) as is_pinned, p.crm_status
+  ) r;
+end
+$$;

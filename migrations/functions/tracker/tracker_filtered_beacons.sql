@@ -1,0 +1,8 @@
+-- What collect kept from identification, per website, day (UTC) and reason: bots (stored, never
+-- identified) beside the budgets' drops (never stored). For an operator's reading; nothing reads it
+-- on a request path.
+create view tracker_filtered_beacons as
+select website_id, (received_at at time zone 'UTC')::date as day, 'bot'::text as reason, count(*)::bigint as beacons
+from tracker_events where is_bot group by 1, 2
+union all
+select website_id, day, reason, beacons from tracker_filtered_daily;

@@ -1,0 +1,165 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { type Definition, definedObjects, migrate, type Schema } from '@sightline/core';
+import { loadSchema, MIGRATIONS_DIR } from '@sightline/host';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { catalogOf } from './support/catalog.ts';
+import { openTestDatabase, type TestDatabase } from './support/db.ts';
+import { oldWayMigrations } from './support/history.ts';
+
+/**
+ * Every SQL function, trigger and view is defined once, in its current form, in
+ * migrations/functions/<area>/<name>.sql, and re-applied when its text changes
+ * (packages/core/src/schema-definitions.ts).
+ */
+let fresh: TestDatabase;
+beforeAll(async () => {
+  fresh = await openTestDatabase();
+});
+afterAll(() => fresh.drop());
+
+async function sqlFiles(dir: string): Promise<string[]> {
+  return (await readdir(dir, { recursive: true })).filter((f) => f.endsWith('.sql')).map((f) => path.join(dir, f));
+}
+
+describe('each SQL function has one home', () => {
+  it('each function, trigger and view is defined in exactly one file of migrations/, named for it, under functions/', async () => {
+    const homes = new Map<string, string[]>();
+    for (const file of await sqlFiles(MIGRATIONS_DIR)) {
+      const o = definedObjects(await readFile(file, 'utf8'));
+      for (const name of [...o.functions, ...o.views, ...o.triggers.map((t) => `trigger ${t.name} on ${t.table}`)]) {
+        homes.set(name, [...(homes.get(name) ?? []), path.relative(MIGRATIONS_DIR, file)]);
+      }
+    }
+    const misplaced = [...homes].filter(([name, files]) => {
+      if (files.length !== 1) return true;
+      const [file = ''] = files;
+      if (!file.startsWith('functions/')) return true;
+      return !name.startsWith('trigger ') && path.basename(file, '.sql') !== name;
+    });
+    expect(misplaced).toEqual([]);
+    expect(homes.size).toBeGreaterThan(90);
+  });
+
+  it('every function, view and trigger of a migrated database comes from a file', async () => {
+    const defined = (await loadSchema()).definitions ?? [];
+    const names = new Set(
+      defined.flatMap((d) => {
+        const o = definedObjects(d.sql);
+        return [...o.functions, ...o.views, ...o.triggers.map((t) => t.name)];
+      }),
+    );
+    const catalog = await fresh.db<{ name: string }>`
+      select p.proname as name from pg_proc p
+      where p.pronamespace = current_schema()::regnamespace
+        and not exists (select 1 from pg_depend e where e.classid = 'pg_proc'::regclass and e.objid = p.oid and e.deptype = 'e')
+      union select viewname from pg_views where schemaname = current_schema()
+      union select t.tgname from pg_trigger t join pg_class c on c.oid = t.tgrelid
+      where c.relnamespace = current_schema()::regnamespace and not t.tgisinternal`;
+    expect(catalog.map((r) => r.name).filter((n) => !names.has(n))).toEqual([]);
+  });
+});
+
+/**
+ * Functions whose text differs from the old way's on purpose: sl_credit_topup and
+ * sl_transfer_topup ran the same statements to add to a child's top-up; they now both call
+ * sl_add_child_topup. After the upgrade the whole catalog is equal.
+ */
+const CHANGED_SINCE_OLD_WAY = ['sl_add_child_topup', 'sl_credit_topup', 'sl_transfer_topup'];
+
+describe.skipIf(!(await oldWayMigrations()))('a database migrated the old way', () => {
+  it('has the catalog of a database built fresh, and keeps it once the runner has upgraded it', async () => {
+    const old = await openTestDatabase({ before: '9999' });
+    try {
+      // The files hold each object exactly as the last of the old migrations left it, but for the
+      // functions changed on purpose since (the same statements, written once).
+      const runnerOwn = ['schema_definitions'];
+      const unchanged = (c: Record<string, string[]>) => ({
+        ...c,
+        functions: c.functions?.filter((f) => !CHANGED_SINCE_OLD_WAY.some((name) => f.startsWith(`CREATE OR REPLACE FUNCTION public.${name}(`))),
+      });
+      expect(unchanged(await catalogOf(old.db, runnerOwn))).toEqual(unchanged(await catalogOf(fresh.db, runnerOwn)));
+      expect(await migrate(old.db, await loadSchema())).not.toEqual([]);
+      expect(await catalogOf(old.db)).toEqual(await catalogOf(fresh.db));
+      // And the runner has nothing left to do there.
+      expect(await migrate(old.db, await loadSchema())).toEqual([]);
+    } finally {
+      await old.drop();
+    }
+  }, 120_000);
+});
+
+describe('the runner re-applies a file when its text changes', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await openTestDatabase();
+  });
+  afterAll(() => t.drop());
+
+  const schemaWith = async (change: (defs: Definition[]) => Definition[]): Promise<Schema> => {
+    const schema = await loadSchema();
+    return { ...schema, definitions: change(schema.definitions ?? []) };
+  };
+  const replaced = (defs: Definition[], file: string, sql: (old: string) => string) =>
+    defs.map((d) => (d.path === file ? { ...d, sql: sql(d.sql) } : d));
+  const overloads = async (name: string) =>
+    (
+      await t.db<{ ident: string; result: string }>`
+        select p.oid::regprocedure::text as ident, pg_get_function_result(p.oid) as result
+        from pg_proc p where p.proname = ${name} and p.pronamespace = current_schema()::regnamespace`
+    ).map((r) => `${r.ident} -> ${r.result}`);
+
+  it('a new signature and result replace the old function (no stale overload), and only that file is applied', async () => {
+    const changed = await schemaWith((defs) =>
+      replaced(defs, 'common/sl_iso.sql', (sql) =>
+        sql.replace('sl_iso(ts timestamptz) returns text', 'sl_iso(ts timestamptz, p_unused integer default 0) returns varchar'),
+      ),
+    );
+    expect(await migrate(t.db, changed)).toEqual(['functions/common/sl_iso.sql']);
+    expect(await overloads('sl_iso')).toEqual(['sl_iso(timestamp with time zone,integer) -> character varying']);
+    // And back: the file's current text wins again.
+    expect(await migrate(t.db, await loadSchema())).toEqual(['functions/common/sl_iso.sql']);
+    expect(await overloads('sl_iso')).toEqual(['sl_iso(timestamp with time zone) -> text']);
+  });
+
+  it("a removed file's functions are dropped, and come back with the file", async () => {
+    const without = await schemaWith((defs) => defs.filter((d) => d.path !== 'ledger/sl_partner_of.sql'));
+    expect(await migrate(t.db, without)).toEqual(['functions/ledger/sl_partner_of.sql (removed)']);
+    expect(await overloads('sl_partner_of')).toEqual([]);
+    expect(await migrate(t.db, await loadSchema())).toEqual(['functions/ledger/sl_partner_of.sql']);
+    expect(await overloads('sl_partner_of')).toEqual(['sl_partner_of(uuid) -> uuid']);
+  });
+
+  it('a view calling a function that is re-created survives: the cascade takes it and its file is applied again', async () => {
+    const withView = await schemaWith((defs) => [
+      ...defs,
+      {
+        path: 'test/sl_test_double.sql',
+        sql: 'create function sl_test_double(p integer) returns integer\nlanguage sql immutable as $$ select 2 * p $$;\n',
+      },
+      { path: 'test/test_doubles.sql', sql: 'create view test_doubles as select sl_test_double(g) as d from generate_series(1, 3) g;\n' },
+    ]);
+    await migrate(t.db, withView);
+    const changed: Schema = {
+      ...withView,
+      definitions: replaced(withView.definitions ?? [], 'test/sl_test_double.sql', (sql) => sql.replace('2 * p', 'p + p + 0')),
+    };
+    expect(await migrate(t.db, changed)).toEqual(['functions/test/sl_test_double.sql', 'functions/test/test_doubles.sql']);
+    expect(await t.db<{ d: number }>`select d from test_doubles order by d`).toEqual([{ d: 2 }, { d: 4 }, { d: 6 }]);
+    await migrate(t.db, await loadSchema());
+    expect(await t.db`select 1 from pg_views where viewname = 'test_doubles'`).toEqual([]);
+  });
+
+  it('a function a generated column calls is replaced in place, never dropped with the column', async () => {
+    const changed = await schemaWith((defs) =>
+      replaced(defs, 'tracker/sl_identification_unit.sql', (sql) => sql.replace('else p_ip end', 'else p_ip  end')),
+    );
+    expect(await migrate(t.db, changed)).toEqual(['functions/tracker/sl_identification_unit.sql']);
+    const [unit] = await t.db<{ n: number }>`
+      select count(*)::int as n from information_schema.columns where table_name = 'identifications' and column_name = 'unit'`;
+    expect(unit?.n).toBe(1);
+    const [src] = await t.db<{ body: string }>`select prosrc as body from pg_proc where proname = 'sl_identification_unit'`;
+    expect(src?.body).toContain('else p_ip  end');
+    await migrate(t.db, await loadSchema());
+  });
+});
