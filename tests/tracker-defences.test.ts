@@ -184,6 +184,23 @@ describe('the per-website budget of new visitors', () => {
     expect(await counts(s)).toMatchObject({ stored: 63, identified: 3, used: 3, filtered: { website_budget: 1 } });
   });
 
+  it('takes a new address in an identified IPv6 /64 as a returning visitor: the /64 is the visitor', async () => {
+    await clearOfWindowEnd(20_000);
+    budgets({ newVisitorBeaconsPerWebsitePerMinute: 1 });
+    const s = await site(100);
+    // Apple's own IPv6 network (a business in the shipped data).
+    await beacon(env, s, '2403:300:a01:7::1');
+    await drain();
+    expect(await counts(s)).toMatchObject({ identified: 1, used: 1 });
+    // The website's budget for new visitors is spent, yet other addresses of the same /64 are kept:
+    // they use no ID, so there is nothing for the budget to guard.
+    for (let n = 2; n <= 6; n++) await beacon(env, s, `2403:300:a01:7::${n}`);
+    // A new /64 is a new visitor, and is refused.
+    await beacon(env, s, '2403:300:a01:8::1');
+    await drain();
+    expect(await counts(s)).toMatchObject({ stored: 6, identifications: 1, used: 1, filtered: { website_budget: 1 } });
+  });
+
   it('does not count bots, whose beacons are never identified', async () => {
     await clearOfWindowEnd(20_000);
     budgets({ newVisitorBeaconsPerWebsitePerMinute: 1 });
