@@ -1,10 +1,11 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type AsnBase, decodeAsnSnapshot, encodeAsnSnapshot, gunzip, LocalIpData, parseIp } from '@sightline/core';
-import { EDGE_DATA_FILES, openCountryReader, readAsnBase, snapshotIpSources } from '@sightline/host';
+import { type AsnBase, decodeAsnSnapshot, EDGE_DATA_FILES, encodeAsnSnapshot, gunzip, LocalIpData, parseIp } from '@sightline/core';
+import { openCountryReader, readAsnBase } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildEdgeData } from '../packages/host/src/edge-data.ts';
+import { snapshotIpSources } from '../supabase/functions/_shared/ip-sources.ts';
 
 /**
  * The local IP data as the Supabase Edge Functions get it: `npm run build:edge-data` writes a

@@ -9,7 +9,7 @@ import { REPO_ROOT } from './support/process.ts';
  * a function is a thin transport that never reaches the database layer or a host, and core knows
  * no host and no runtime. Each case lints a probe as if it lived at that path.
  */
-function lintAs(dir: 'functions' | 'packages/core/src', source: string) {
+function lintAs(dir: 'functions' | 'packages/core/src' | 'supabase/functions/_shared', source: string) {
   // Biome reports nothing for stdin, so the probe is written where it claims to live, then removed.
   const probe = `${dir}/lint-probe-${randomBytes(4).toString('hex')}.ts`;
   writeFileSync(`${REPO_ROOT}${probe}`, source);
@@ -45,6 +45,15 @@ describe('import rules', () => {
     ['a Node built-in', "import { readFile } from 'node:fs/promises';\nexport const p = readFile;\n"],
   ])('core may not import %s', (_what, source) => {
     const r = lintAs('packages/core/src', source);
+    expect(r.code, r.output).not.toBe(0);
+    expect(r.output).toMatch(/noRestrictedImports/);
+  });
+
+  it.each([
+    ['the Node host', "import { createHostApp } from '@sightline/host';\nexport const p = createHostApp;\n"],
+    ['a Node host file by path', "import { readAsnBase } from '../../../packages/host/src/ip-base.ts';\nexport const p = readAsnBase;\n"],
+  ])('the Deno entry (supabase/) may not import %s', (_what, source) => {
+    const r = lintAs('supabase/functions/_shared', source);
     expect(r.code, r.output).not.toBe(0);
     expect(r.output).toMatch(/noRestrictedImports/);
   });

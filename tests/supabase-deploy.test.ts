@@ -1,10 +1,10 @@
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { EDGE_DATA_FILES } from '@sightline/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
 import { EDGE_DATA_DIR } from '../packages/host/src/edge-data.ts';
-import { EDGE_DATA_FILES } from '../packages/host/src/ip-snapshot-sources.ts';
 import { loadSchema, MIGRATIONS_DIR } from '../packages/host/src/migrations.ts';
 import {
   CONFIG_MARKER,

@@ -3,9 +3,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { encodeAsnSnapshot } from '@sightline/core';
+import { EDGE_DATA_FILES, encodeAsnSnapshot } from '@sightline/core';
 import { countryDatabaseFile, readAsnBase } from './ip-base.ts';
-import { EDGE_DATA_FILES } from './ip-snapshot-sources.ts';
 
 /**
  * `npm run build:edge-data`: the local IP data for the Supabase Edge Functions, which cannot read

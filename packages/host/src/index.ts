@@ -1,7 +1,6 @@
 export * from './db-pglite.ts';
 export * from './deps.ts';
 export * from './ip-base.ts';
-export * from './ip-snapshot-sources.ts';
 export * from './logger.ts';
 export * from './migrations.ts';
 export * from './node-hmac.ts';

@@ -5,6 +5,7 @@ import {
   connectConfiguredPostgres,
   createApiServer,
   type Database,
+  EDGE_DATA_FILES,
   type FunctionDefinition,
   type Logger,
   parseEnv,
@@ -14,7 +15,7 @@ import {
   type WebhookTransport,
 } from '@sightline/core';
 import { Redis } from 'ioredis';
-import { EDGE_DATA_FILES, snapshotIpSources } from '../../../packages/host/src/ip-snapshot-sources.ts';
+import { snapshotIpSources } from './ip-sources.ts';
 
 /** Supabase's runtime keeps an isolate alive for promises handed to waitUntil. */
 declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;

@@ -90,6 +90,13 @@ export function encodeAsnSnapshot(base: AsnBase): Uint8Array {
   return out;
 }
 
+/**
+ * The files `npm run build:edge-data` writes for runtimes that cannot read the npm packages' data
+ * (the Supabase Edge Functions ship them as static files), and their reader opens: the ASN snapshot
+ * (this file's format, gzipped) and the country database (MaxMind DB, gzipped).
+ */
+export const EDGE_DATA_FILES = { asn: 'asn.bin.gz', country: 'country.mmdb.gz' } as const;
+
 export function decodeAsnSnapshot(bytes: Uint8Array): AsnBase {
   if (!LITTLE_ENDIAN) throw new Error('ASN snapshots are read on little-endian machines only');
   const bad = (why: string) => new Error(`not a readable ASN snapshot: ${why}`);
