@@ -6,7 +6,7 @@ import type { Caller, PartnerCaller } from '../context.ts';
 import { AppError, type ErrorCode, unauthorized } from '../errors.ts';
 import { assertPoolHasIds } from '../ledger/assert-pool-has-ids.ts';
 import { clientAddress } from '../net/client-address.ts';
-import { parseIp } from '../net/ip.ts';
+import { clientLimitKey } from '../net/ip.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import type { HonoEnv } from './definition.ts';
 import { requestHeader } from './request-header.ts';
@@ -116,13 +116,7 @@ const dispatchAfterAction: MiddlewareHandler<HonoEnv> = async (c, next) => {
  * address is unusable share one count, so they cannot escape the limit.
  */
 function completionLimitKey(ip: string | null): string {
-  const parsed = ip === null ? null : parseIp(ip);
-  if (!parsed) return 'unknown';
-  if (parsed.version === 4) return ip as string;
-  return `${parsed.groups
-    .slice(0, 4)
-    .map((g) => g.toString(16))
-    .join(':')}::/64`;
+  return (ip === null ? null : clientLimitKey(ip)) ?? 'unknown';
 }
 
 /**

@@ -92,6 +92,21 @@ export function parseIp(s: string): ParsedIp | null {
   return null;
 }
 
+/**
+ * The key one client is counted under by a per-address limit: an IPv4 address as written, or the
+ * /64 of an IPv6 one (a subscriber is given a /64 or more, so single IPv6 addresses would let one
+ * client step through 2^64 keys). Null for text that is not an address.
+ */
+export function clientLimitKey(ip: string): string | null {
+  const parsed = parseIp(ip);
+  if (!parsed) return null;
+  if (parsed.version === 4) return ip;
+  return `${parsed.groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`;
+}
+
 const v4 = (a: number, b: number, c: number, d: number) => ((a << 24) >>> 0) + (b << 16) + (c << 8) + d;
 
 /** IPv4 ranges that are not globally routable unicast destinations. */

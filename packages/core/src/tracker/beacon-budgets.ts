@@ -1,7 +1,7 @@
 import { type BatchedRead, createBatchedRead } from '../batched-read.ts';
 import type { CoreDeps } from '../context.ts';
 import { BoundedLru } from '../lru.ts';
-import { parseIp } from '../net/ip.ts';
+import { clientLimitKey } from '../net/ip.ts';
 import { createWriteBehind, type WriteBehind } from '../write-behind.ts';
 
 /**
@@ -37,17 +37,9 @@ export interface BudgetedBeacon {
 /** `admit`: go on and append; `dropped`: the tracker would not take it anyway; or the budget that refused it. */
 export type BudgetVerdict = 'admit' | 'dropped' | FilterReason;
 
-/**
- * The key an address is budgeted under: an IPv4 address, or the /64 of an IPv6 one (a subscriber is
- * given a /64 or more, so counting single IPv6 addresses would let one client rotate through 2^64).
- */
+/** The key an address is budgeted under: the client's (net/ip.ts), or the text itself if it is none. */
 export function addressBudgetKey(ip: string): string {
-  const parsed = parseIp(ip);
-  if (parsed?.version !== 6) return ip;
-  return `${parsed.groups
-    .slice(0, 4)
-    .map((g) => g.toString(16))
-    .join(':')}::/64`;
+  return clientLimitKey(ip) ?? ip;
 }
 
 /** Whether an address would be stored for the website, and whether it is a new visitor there. */
