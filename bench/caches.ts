@@ -1,4 +1,4 @@
-import { BoundedLru } from '../packages/core/src/lru.ts';
+import { BoundedLru } from '../packages/core/src/kernel/lru.ts';
 import { type Figure, figure, formatTable, machineLine, printFigures } from './lib.ts';
 
 /**

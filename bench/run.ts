@@ -17,6 +17,7 @@ const benches: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   rollover: () => import('./rollover.ts'),
   startup: () => import('./startup.ts'),
   soak: () => import('./soak.ts'),
+  identification: () => import('./identification.ts'),
 };
 
 async function main() {

@@ -14,8 +14,8 @@ import {
   type SenderProfile,
 } from '@sightline/core/ai/engine';
 import { createOpenAiCompatibleEngine, type OpenAiCompatibleOptions, strictJsonSchema } from '@sightline/core/ai/openai-compatible';
-import { aiEngineFor } from '@sightline/core/build-deps';
-import { parseEnv } from '@sightline/core/config';
+import { aiEngineFor } from '@sightline/core/compose/build-deps';
+import { parseEnv } from '@sightline/core/compose/config';
 import { urlOnlyProfile } from '@sightline/core/research/url-only';
 import { delay, HttpResponse, http } from 'msw';
 import { setupServer } from 'msw/node';

@@ -8,7 +8,6 @@ import {
   MESSAGE_PRICES,
   MessageMetadata,
   MessageProcessing,
-  NotEnoughCredits,
   type ProfileResearch,
   type ProspectProfile,
   ResearchSummary,
@@ -19,7 +18,7 @@ import {
 } from '@sightline/core';
 import { holdCredits, releaseExpiredCreditHolds } from '@sightline/core/messaging/credit-holds';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MessageResultResponse } from '../functions/api-full-request/route.ts';
+import { MessageResultResponse, NotEnoughCredits } from '../functions/api-full-request/route.ts';
 import { createTestEnv, fn, type Json, type TestEnv } from './support/app.ts';
 import { seedDirectAccount } from './support/seed.ts';
 import { seedConnectedUser, userHeaders } from './support/users.ts';

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EnvSchema } from '../packages/core/src/config.ts';
+import { EnvSchema } from '../packages/core/src/compose/config.ts';
 import { REPO_ROOT } from './support/process.ts';
 
 /**

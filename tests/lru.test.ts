@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BoundedLru } from '../packages/core/src/lru.ts';
+import { BoundedLru } from '../packages/core/src/kernel/lru.ts';
 
 describe('BoundedLru', () => {
   it('evicts the least recently used entry past its bound', () => {

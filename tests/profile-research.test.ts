@@ -1,5 +1,5 @@
-import { profileResearchFor } from '@sightline/core/build-deps';
-import { parseEnv } from '@sightline/core/config';
+import { profileResearchFor } from '@sightline/core/compose/build-deps';
+import { parseEnv } from '@sightline/core/compose/config';
 import { ProviderHttpError } from '@sightline/core/ip/providers/http';
 import { createPeopleDataLabsResearch } from '@sightline/core/research/people-data-labs';
 import { nameFromProfileUrl, urlOnlyProfile, urlOnlyResearch } from '@sightline/core/research/url-only';

@@ -1,5 +1,6 @@
-import { createRoute, type z } from '@hono/zod-openapi';
+import { createRoute, z } from '@hono/zod-openapi';
 import {
+  errorBody,
   errorResponse,
   FullRequestInput,
   type FunctionDefinition,
@@ -7,13 +8,18 @@ import {
   jsonAnswer,
   MessageProcessing,
   MessageResult,
-  NotEnoughCredits,
   openapi,
   policies,
   requestFullMessage,
   writtenJson,
 } from '@sightline/core';
 import { jsonBody, succeeded } from '../_shared/schemas.ts';
+
+/** HTTP 402, before any provider call: what the request needs and what the account has. */
+export const NotEnoughCredits = errorBody(['insufficient_credits'], {
+  credits_required: z.number().int(),
+  credit_balance: z.number().int(),
+}).openapi('NotEnoughCreditsError');
 
 export const MessageResultResponse = succeeded(MessageResult, 'MessageResultResponse');
 

@@ -3,7 +3,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { type CountryTable, countryTableFromMmdb } from '@sightline/core/ip/country';
 import type { AsnBase, RangeList, ShippedRanges } from '@sightline/core/ip/local-data';
-import { Ipv4Index, Ipv6Index, parseCidr } from '@sightline/core/ip/ranges';
+import { Ipv4Index, Ipv6Index } from '@sightline/core/ip/ranges';
+import { parseCidr } from '@sightline/core/kernel/net/ip';
 import { type CountryResponse, Reader } from 'maxmind';
 
 /**

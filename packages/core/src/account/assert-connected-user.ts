@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { AppError } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { AppError } from '../kernel/errors.ts';
 
 /**
  * Spec rule 2: an `x-user-id` acts for an account only once that user has connected to it through a

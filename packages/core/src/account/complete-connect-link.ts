@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
-import type { VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { sqlCall } from '../kernel/errors.ts';
+import { Uuid, whenGiven } from '../kernel/schemas.ts';
 import { ProspectUrl } from '../messaging/prospect-url.ts';
-import { Uuid, whenGiven } from '../schemas.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { ConnectLinkToken, connectLinkTokenHash } from './create-connect-link.ts';
 

@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
-import type { CoreDeps, VerbArgs } from '../context.ts';
-import { randomBase62 } from '../crypto.ts';
-import { sqlCall } from '../errors.ts';
-import { Timestamp, Uuid } from '../schemas.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
+import { randomBase62 } from '../kernel/crypto.ts';
+import { sqlCall } from '../kernel/errors.ts';
+import { Timestamp, Uuid } from '../kernel/schemas.ts';
 
 /** How long a connect link can be completed: a week, long enough to reach someone by email. */
 export const CONNECT_LINK_TTL_DAYS = 7;

@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { notFound } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { notFound } from '../kernel/errors.ts';
 
 /**
  * Operator: a connected user stops acting for the account (their x-user-id is refused with a 403

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import type { VerbArgs } from '../context.ts';
-import { notFound } from '../errors.ts';
-import { Timestamp } from '../schemas.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { notFound } from '../kernel/errors.ts';
+import { Timestamp } from '../kernel/schemas.ts';
 
 /** Account status (spec: balance, seats_used, is_trial, trial_ends_at). */
 export const AccountStatus = z

@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { AppError } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { AppError } from '../kernel/errors.ts';
 
 /**
  * `x-idempotency-key` on the connected-user endpoints: one key, one outcome. The first request with

@@ -1,4 +1,4 @@
-import type { VerbArgs } from '../context.ts';
+import type { VerbArgs } from '../kernel/context.ts';
 
 /**
  * How long a completed outcome answers repeats of its key (the spec leaves retention open). A

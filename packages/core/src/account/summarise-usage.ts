@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import type { VerbArgs } from '../context.ts';
-import { Timestamp, whenGiven } from '../schemas.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { Timestamp, whenGiven } from '../kernel/schemas.ts';
 
 export const USAGE_PERIODS = ['day', 'week', 'month', 'all'] as const;
 /** The newest transactions a summary lists; the totals count every one in the period. */

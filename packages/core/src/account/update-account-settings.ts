@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
-import type { CoreDeps, VerbArgs } from '../context.ts';
-import { badRequest, sqlCall } from '../errors.ts';
-import { assertReachableWebhook } from '../net/webhook-destination.ts';
-import { WebhookSecret, whenGiven } from '../schemas.ts';
-import { normaliseTrackerDomain } from '../tracker-domain.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
+import { badRequest, sqlCall } from '../kernel/errors.ts';
+import { assertReachableWebhook } from '../kernel/net/webhook-destination.ts';
+import { WebhookSecret, whenGiven } from '../kernel/schemas.ts';
+import { normaliseTrackerDomain } from '../tracker/normalise-tracker-domain.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { startCreditReload } from './run-credit-reload.ts';
 

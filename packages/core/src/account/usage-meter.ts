@@ -1,4 +1,4 @@
-import { createWriteBehind, type WriteBehindHost } from '../write-behind.ts';
+import { createWriteBehind, type WriteBehindHost } from '../drivers/write-behind.ts';
 
 /**
  * Counts an account's API calls and operations for api-usage-summary without a database write on
@@ -30,4 +30,11 @@ export function createUsageMeter(host: WriteBehindHost): UsageMeter {
     count: (accountId, operation, calls = 1) => counts.add(`${accountId}|${operation}`, { account_id: accountId, operation, calls }),
     flush: counts.flush,
   };
+}
+
+declare module '../kernel/context.ts' {
+  interface CoreDeps {
+    /** Counts API calls and operations for api-usage-summary (account/usage-meter.ts). */
+    usage: UsageMeter;
+  }
 }

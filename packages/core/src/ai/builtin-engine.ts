@@ -1,4 +1,4 @@
-import { sliceWhole } from '../http/storable-text.ts';
+import { sliceWhole } from '../kernel/storable-text.ts';
 import {
   type AiEngine,
   type CompanyCharacteristics,

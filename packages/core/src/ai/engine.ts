@@ -212,3 +212,10 @@ export class AiEngineError extends Error {
     this.name = 'AiEngineError';
   }
 }
+
+declare module '../kernel/context.ts' {
+  interface CoreDeps {
+    /** Drafts ICPs, summarises research, writes messages (ai/engine.ts): a configured LLM or the built-in rules. */
+    ai: AiEngine;
+  }
+}

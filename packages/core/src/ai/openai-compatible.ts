@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { Logger } from '../context.ts';
-import { sliceWhole } from '../http/storable-text.ts';
 import { readObject as asObject, readString as asString } from '../ip/providers/normalise.ts';
-import { readBodyTextPrefix } from '../net/bounded-body.ts';
+import type { Logger } from '../kernel/context.ts';
+import { readBodyTextPrefix } from '../kernel/net/bounded-body.ts';
+import { sliceWhole } from '../kernel/storable-text.ts';
 import {
   type AiEngine,
   AiEngineError,

@@ -1,6 +1,6 @@
-import type { AccountKeyCaller, CoreDeps, KeyRecord, KeyScope, PartnerCaller, VerbArgs } from '../context.ts';
-import { isWellFormedApiKey } from '../crypto.ts';
-import { forbidden, unauthorized } from '../errors.ts';
+import type { AccountKeyCaller, CoreDeps, KeyRecord, KeyScope, PartnerCaller, VerbArgs } from '../kernel/context.ts';
+import { isWellFormedApiKey } from '../kernel/crypto.ts';
+import { forbidden, unauthorized } from '../kernel/errors.ts';
 
 interface KeyRow {
   id: string;

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
-import { AppError } from '../errors.ts';
-import type { HonoEnv } from './definition.ts';
+import { AppError } from '../kernel/errors.ts';
+import type { HonoEnv } from './hono-env.ts';
 import { requestHeader } from './request-header.ts';
 
 /** Every request body the API accepts is a small JSON object; anything bigger is refused unread. */

@@ -1,10 +1,10 @@
 import { z } from '@hono/zod-openapi';
 import type { Context, TypedResponse } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import type { Logger } from '../context.ts';
-import { isDatabaseUnavailable } from '../db.ts';
-import { AppError, ERROR_CODES, type ErrorCode, genericCode } from '../errors.ts';
-import type { HonoEnv } from './definition.ts';
+import { isDatabaseUnavailable } from '../drivers/db.ts';
+import type { Logger } from '../kernel/context.ts';
+import { AppError, ERROR_CODES, type ErrorCode, genericCode } from '../kernel/errors.ts';
+import type { HonoEnv } from './hono-env.ts';
 
 /**
  * The `code` of an error body that may carry any of `codes`: an enum whose description says what
@@ -70,23 +70,6 @@ export function documentedCodes(schema: unknown): ErrorCode[] | undefined {
 export function withCodes(schema: z.ZodObject, codes: readonly ErrorCode[]): z.ZodObject {
   const { success: _success, error: _error, code: _code, ...fields } = schema.shape;
   return errorBody(codes, fields);
-}
-
-type ZodIssueLike = { path: PropertyKey[]; message: string; code?: string };
-
-/** Turns zod issues into one sentence a developer can act on. */
-export function describeValidationIssues(issues: readonly ZodIssueLike[]): string {
-  const parts = issues.slice(0, 5).map((i) => {
-    const field = i.path.map(String).join('.') || 'body';
-    if (i.code === 'invalid_type' && /received undefined/.test(i.message)) return `${field} is required`;
-    if (i.code === 'unrecognized_keys') {
-      // Inside a nested object the message alone would not say where: `template: unknown field(s) …`.
-      const message = i.message.replace(/^Unrecognized keys?/, 'unknown field(s)');
-      return i.path.length ? `${field}: ${message}` : message;
-    }
-    return `${field}: ${i.message}`;
-  });
-  return parts.join('; ');
 }
 
 const defaultMessages: Partial<Record<number, string>> = {

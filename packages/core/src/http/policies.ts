@@ -2,13 +2,13 @@ import { z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { assertConnectedUser } from '../account/assert-connected-user.ts';
 import { authenticateAccountActor, authenticateKey, authenticatePartner, findAccountActorKey } from '../auth/authenticate.ts';
-import type { Caller, PartnerCaller } from '../context.ts';
-import { AppError, type ErrorCode, unauthorized } from '../errors.ts';
+import type { Caller, PartnerCaller } from '../kernel/context.ts';
+import { AppError, type ErrorCode, unauthorized } from '../kernel/errors.ts';
+import { clientAddress } from '../kernel/net/client-address.ts';
+import { clientLimitKey } from '../kernel/net/ip.ts';
 import { assertPoolHasIds } from '../ledger/assert-pool-has-ids.ts';
-import { clientAddress } from '../net/client-address.ts';
-import { clientLimitKey } from '../net/ip.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
-import type { HonoEnv } from './definition.ts';
+import type { HonoEnv } from './hono-env.ts';
 import { requestHeader } from './request-header.ts';
 
 /**

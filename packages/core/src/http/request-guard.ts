@@ -1,7 +1,8 @@
 import type { MiddlewareHandler } from 'hono';
-import { AppError } from '../errors.ts';
+import { AppError } from '../kernel/errors.ts';
 import { bodyLimits, type HostBodyReader, readBodyText } from './body.ts';
-import type { BodyKind, HonoEnv } from './definition.ts';
+import type { BodyKind } from './definition.ts';
+import type { HonoEnv } from './hono-env.ts';
 import { requestHeader } from './request-header.ts';
 
 // The media types @hono/zod-openapi's JSON validator accepts, so the guard's 400 and the route

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { HonoEnv } from './definition.ts';
+import type { HonoEnv } from './hono-env.ts';
 
 /**
  * A request header by its lower-case name, as `c.req.header` gives it, read through the host's own

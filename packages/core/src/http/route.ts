@@ -1,13 +1,15 @@
 import type { RouteConfig, RouteHandler } from '@hono/zod-openapi';
 import type { Context, Handler, MiddlewareHandler } from 'hono';
 import { type ZodType, z } from 'zod';
-import { AppError, type ErrorCode, errorCodes, statusOf } from '../errors.ts';
+import { AppError, type ErrorCode, errorCodes, statusOf } from '../kernel/errors.ts';
+import { describeValidationIssues } from '../kernel/schemas.ts';
+import { findUnstorableText, UNSTORABLE_TEXT_MESSAGE } from '../kernel/storable-text.ts';
 import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.ts';
-import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv } from './definition.ts';
-import { describeValidationIssues, documentedCodes, errorResponse, withCodes } from './envelope.ts';
+import { bodyKindOf, type FunctionDefinition } from './definition.ts';
+import { documentedCodes, errorResponse, withCodes } from './envelope.ts';
+import type { FunctionApp, HonoEnv } from './hono-env.ts';
 import { requestHeader } from './request-header.ts';
 import { functionAppParts } from './server.ts';
-import { findUnstorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.ts';
 
 type Schema = ZodType<unknown>;
 type ObjectSchema = Schema & { shape: Record<string, unknown> };

@@ -1,10 +1,11 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
-import type { ConnectedUserCaller, CoreDeps, KeyRecord, PartnerCaller } from '../context.ts';
-import { notFound } from '../errors.ts';
+import type { ConnectedUserCaller, CoreDeps, KeyRecord, PartnerCaller } from '../kernel/context.ts';
+import { notFound } from '../kernel/errors.ts';
 import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.ts';
-import { bodyKindOf, type FunctionApp, type FunctionDefinition, type HonoEnv, type ServerOptions } from './definition.ts';
+import { bodyKindOf, type FunctionDefinition, type ServerOptions } from './definition.ts';
 import { renderError } from './envelope.ts';
+import type { FunctionApp, HonoEnv } from './hono-env.ts';
 import { CORS_HEADERS, partnerCallerOf } from './policies.ts';
 import { guardRequest } from './request-guard.ts';
 import { requestHeader } from './request-header.ts';

@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { sqlCall } from '../kernel/errors.ts';
 import { CreateIcpInput, checkedInput, ICP_FIELD_NAMES, type Icp } from './schemas.ts';
 
 /**

@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { sqlCall } from '../kernel/errors.ts';
 import type { IcpDeleted } from './schemas.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { AiEngineError, IcpDraft, type ProductFacts } from '../ai/engine.ts';
-import { coalescedKick } from '../background.ts';
-import type { CoreDeps, VerbArgs } from '../context.ts';
-import { findUnstorableText } from '../http/storable-text.ts';
+import { coalescedKick } from '../kernel/background.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
+import { findUnstorableText } from '../kernel/storable-text.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { ICP_FIELD_NAMES } from './schemas.ts';
 

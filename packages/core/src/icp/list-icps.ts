@@ -1,4 +1,4 @@
-import type { VerbArgs } from '../context.ts';
+import type { VerbArgs } from '../kernel/context.ts';
 import type { Icp } from './schemas.ts';
 
 /** The account's ICPs in every state, oldest first (api-icp-action list_icps). */

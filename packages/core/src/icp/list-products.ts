@@ -1,4 +1,4 @@
-import type { VerbArgs } from '../context.ts';
+import type { VerbArgs } from '../kernel/context.ts';
 import type { Product } from './schemas.ts';
 
 /** The account's products, oldest first (api-icp-action list_products). */

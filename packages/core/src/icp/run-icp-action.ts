@@ -1,6 +1,6 @@
 import { beginIdempotentRequest, releaseIdempotentRequest } from '../account/idempotent-request.ts';
-import type { ConnectedUserCaller, CoreDeps, VerbArgs } from '../context.ts';
-import { AppError } from '../errors.ts';
+import type { ConnectedUserCaller, CoreDeps, VerbArgs } from '../kernel/context.ts';
+import { AppError } from '../kernel/errors.ts';
 import { changeIcpState } from './change-icp-state.ts';
 import { createIcp } from './create-icp.ts';
 import { createProduct } from './create-product.ts';

@@ -1,8 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { CompanyCharacteristics, IcpDraft } from '../ai/engine.ts';
-import { AppError } from '../errors.ts';
-import { describeValidationIssues } from '../http/envelope.ts';
-import { Timestamp, Uuid, whenGiven } from '../schemas.ts';
+import { AppError } from '../kernel/errors.ts';
+import { describeValidationIssues, Timestamp, Uuid, whenGiven } from '../kernel/schemas.ts';
 
 /**
  * The contracts of api-icp-action, written once: products and ICPs as the API shows them, and the

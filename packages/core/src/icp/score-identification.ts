@@ -50,7 +50,7 @@
  *   in SENIORITY_ORDER. A title with no level word is an individual contributor (`entry`).
  */
 import type { CompanyCharacteristics } from '../ai/engine.ts';
-import { sliceWhole } from '../http/storable-text.ts';
+import { sliceWhole } from '../kernel/storable-text.ts';
 
 export type ScoringGroup = 'industry' | 'employee_range' | 'geography' | 'job_title' | 'seniority';
 type IdentificationType = 'company' | 'individual';

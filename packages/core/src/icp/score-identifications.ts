@@ -1,7 +1,7 @@
 import type { CompanyCharacteristics } from '../ai/engine.ts';
-import { coalescedKick } from '../background.ts';
-import type { CoreDeps, VerbArgs } from '../context.ts';
-import type { Sql } from '../db.ts';
+import { coalescedKick } from '../kernel/background.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
+import type { Sql } from '../kernel/sql.ts';
 import { type ScoringIcp, type ScoringSubject, scoreIdentification } from './score-identification.ts';
 
 /** Identifications one transaction scores: each is scored against every active ICP of its account. */

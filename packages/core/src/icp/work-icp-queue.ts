@@ -1,4 +1,4 @@
-import type { CoreDeps, VerbArgs } from '../context.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { releaseExpiredCreditHolds } from '../messaging/credit-holds.ts';
 import { generateIcps, type IcpGenerationReport } from './generate-icps.ts';
 import { type ScoringReport, scoreIdentifications } from './score-identifications.ts';

@@ -1,6 +1,6 @@
 import { startCreditReload } from '../account/run-credit-reload.ts';
-import type { CoreDeps, VerbArgs } from '../context.ts';
-import { AppError, sqlCall } from '../errors.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
+import { AppError, sqlCall } from '../kernel/errors.ts';
 import {
   COST,
   type CreditOperation,

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import type { VerbArgs } from '../context.ts';
-import { IpAddress } from '../schemas.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { IpAddress } from '../kernel/schemas.ts';
 import { lookUpWithCredits } from './charge-lookup.ts';
 import { Matches } from './identify-company.ts';
 import { ConfidenceLevel } from './types.ts';

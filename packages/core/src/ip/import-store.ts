@@ -1,4 +1,4 @@
-import type { VerbArgs } from '../context.ts';
+import type { VerbArgs } from '../kernel/context.ts';
 import type { CompanyImportRow, ImportSummary, RangeImportRow } from './importers.ts';
 import type { RangeKind } from './local-data.ts';
 

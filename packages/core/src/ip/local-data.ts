@@ -1,8 +1,8 @@
 import classes from '../../data/network-classes.json' with { type: 'json' };
-import { type ParsedIp, parseIp } from '../net/ip.ts';
+import { groupsToBigint, ipv4ToNumber, type ParsedIp, parseIp } from '../kernel/net/ip.ts';
 import type { CountryTable } from './country.ts';
 import { Ipv4Facts } from './ipv4-facts.ts';
-import { groupsToBigint, Ipv4Index, Ipv6Index, ipv4ToNumber, type RangeInput } from './ranges.ts';
+import { Ipv4Index, Ipv6Index, type RangeInput } from './ranges.ts';
 import type { TrafficType } from './types.ts';
 
 /**

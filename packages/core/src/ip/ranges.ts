@@ -1,7 +1,3 @@
-import { ipv4ToNumber, parseIPv6 as parseIPv6Groups } from '../net/ip.ts';
-
-export { ipv4ToNumber };
-
 /**
  * Interval indexes for IP ranges: disjoint, sorted segments searched in O(log n).
  * Sources overlap (a VPN /24 inside a hosting /16 inside an ISP /8); the builder flattens them so
@@ -395,32 +391,4 @@ export class Ipv6Index {
     if (eh < hi || (eh === hi && (this.endLo[b] as bigint) < lo)) return -1;
     return this.values[b] as number;
   }
-}
-
-export function groupsToBigint(groups: number[]): bigint {
-  let v = 0n;
-  for (const g of groups) v = (v << 16n) | BigInt(g);
-  return v;
-}
-
-/** CIDR text → inclusive numeric range; null if malformed. */
-export function parseCidr(text: string): { version: 4; start: number; end: number } | { version: 6; start: bigint; end: bigint } | null {
-  const [addr, bitsText, extra] = text.trim().split('/');
-  if (!addr || extra !== undefined) return null;
-  if (addr.includes(':')) {
-    const groups = parseIPv6Groups(addr);
-    if (!groups) return null;
-    const bits = bitsText === undefined ? 128 : Number(bitsText);
-    if (!Number.isInteger(bits) || bits < 0 || bits > 128 || (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText))) return null;
-    const host = (1n << BigInt(128 - bits)) - 1n;
-    const start = groupsToBigint(groups) & ~host & ((1n << 128n) - 1n);
-    return { version: 6, start, end: start | host };
-  }
-  const v = ipv4ToNumber(addr);
-  if (v < 0) return null;
-  const bits = bitsText === undefined ? 32 : Number(bitsText);
-  if (!Number.isInteger(bits) || bits < 0 || bits > 32 || (bitsText !== undefined && !/^\d{1,2}$/.test(bitsText))) return null;
-  const size = 2 ** (32 - bits);
-  const start = Math.floor(v / size) * size;
-  return { version: 4, start, end: start + size - 1 };
 }

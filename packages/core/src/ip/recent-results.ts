@@ -1,4 +1,4 @@
-import { BoundedLru } from '../lru.ts';
+import { BoundedLru } from '../kernel/lru.ts';
 
 /**
  * This process's copy of recent lookup results, in front of Redis (when configured) and Postgres.

@@ -1,4 +1,4 @@
-import { createWriteBehind, type WriteBehindHost } from '../write-behind.ts';
+import { createWriteBehind, type WriteBehindHost } from '../drivers/write-behind.ts';
 import type { Verdict } from './resolve-ip.ts';
 
 /**
@@ -52,4 +52,11 @@ export function createApiLookupRecorder(host: WriteBehindHost): ApiLookupRecorde
     },
     flush: lookups.flush,
   };
+}
+
+declare module '../kernel/context.ts' {
+  interface CoreDeps {
+    /** Remembers keys' identified lookups for list-visitors' api rows (ip/record-api-lookup.ts). */
+    apiLookups: ApiLookupRecorder;
+  }
 }

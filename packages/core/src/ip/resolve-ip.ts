@@ -1,6 +1,6 @@
-import type { VerbArgs } from '../context.ts';
-import { AppError } from '../errors.ts';
-import { forbiddenAddressClass, parseIp } from '../net/ip.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { AppError } from '../kernel/errors.ts';
+import { forbiddenAddressClass, parseIp } from '../kernel/net/ip.ts';
 import { levelOf, unidentified } from './consensus.ts';
 import type { LocalAnswer, LocalIpData } from './local-data.ts';
 import type { RecentResults } from './recent-results.ts';
@@ -217,5 +217,18 @@ function sharedEntry(text: string): SharedEntry | null {
     return v && typeof v.expires_at === 'number' && v.result && typeof v.result === 'object' ? (v as SharedEntry) : null;
   } catch {
     return null;
+  }
+}
+
+declare module '../kernel/context.ts' {
+  interface CoreDeps {
+    /** The identification waterfall's data and providers; absent where IP endpoints are not served. */
+    ip?: IpDeps;
+    /**
+     * Where the host loads the IP data after it starts answering (a long-lived server: a cold start
+     * is not held up by it): settles with the waterfall once loaded (`ip` is set then), or undefined
+     * if loading failed. Lookups that find no `ip` wait on this; nothing else does.
+     */
+    ipLoading?: Promise<IpDeps | undefined>;
   }
 }

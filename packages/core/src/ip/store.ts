@@ -1,7 +1,7 @@
-import type { Logger } from '../context.ts';
-import type { Database, Sql } from '../db.ts';
+import type { Logger } from '../kernel/context.ts';
+import { parseCidr } from '../kernel/net/ip.ts';
+import type { Database, Sql } from '../kernel/sql.ts';
 import { type AsnBase, type CompanyRow, LocalIpData, type OverlayRow, type RangeKind } from './local-data.ts';
-import { parseCidr } from './ranges.ts';
 
 /** The imported and learned layers, from Postgres. */
 export async function readLayers(db: Sql) {

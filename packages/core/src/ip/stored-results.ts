@@ -1,4 +1,4 @@
-import type { CoreDeps } from '../context.ts';
+import type { CoreDeps } from '../kernel/context.ts';
 import type { IpOperation, Verdict } from './resolve-ip.ts';
 
 /** An account's result for an address as Postgres keeps it, with the time it has left in the database's clock. */

@@ -22,6 +22,15 @@ export interface ProviderAnswer {
   country_code: string | null;
 }
 
+/**
+ * One free source's vote (network ownership, forward-confirmed reverse DNS, RDAP, the operator's
+ * own databases): the provider answer's shape, so consensus weighs it beside the paid providers,
+ * plus the clause the answer's `reason` quotes for it ("PTR gw1.acme.com confirmed").
+ */
+export interface SourceAnswer extends ProviderAnswer {
+  reason: string;
+}
+
 /** A paid identification provider behind a small interface; tried in parallel with a timeout. */
 export interface IpProvider {
   readonly name: string;

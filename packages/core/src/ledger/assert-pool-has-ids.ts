@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { AppError } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { AppError } from '../kernel/errors.ts';
 
 /**
  * The out-of-IDs guard of partner endpoints (402): a prepaid pool with nothing available.

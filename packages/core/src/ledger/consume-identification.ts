@@ -1,4 +1,4 @@
-import type { CoreDeps, VerbArgs } from '../context.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { runAutoReload } from './run-auto-reload.ts';
 

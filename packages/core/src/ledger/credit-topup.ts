@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { badRequest, notFound, sqlCall } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { badRequest, notFound, sqlCall } from '../kernel/errors.ts';
 
 /**
  * Credits a completed top-up purchase to a pool or a child, once per payment reference: a replayed

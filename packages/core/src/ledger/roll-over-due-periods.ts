@@ -1,4 +1,4 @@
-import type { VerbArgs } from '../context.ts';
+import type { VerbArgs } from '../kernel/context.ts';
 
 /**
  * The hourly rollover sweep: children and pools whose period ended, in bounded batches until none

@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { sqlCall } from '../kernel/errors.ts';
 
 /**
  * Credits held for engine work in flight (table credit_holds, migration 0029). api-full-request

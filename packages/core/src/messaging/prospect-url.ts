@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { whenGiven } from '../schemas.ts';
+import { whenGiven } from '../kernel/schemas.ts';
 
 /**
  * The prospect of api-full-request is named by a personal LinkedIn profile URL, and only by one

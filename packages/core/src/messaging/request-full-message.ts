@@ -12,9 +12,9 @@ import {
   ResearchSummary,
   type SenderProfile,
 } from '../ai/engine.ts';
-import type { CoreDeps, VerbArgs } from '../context.ts';
-import { AppError, sqlCall } from '../errors.ts';
-import { findUnstorableText } from '../http/storable-text.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
+import { AppError, sqlCall } from '../kernel/errors.ts';
+import { findUnstorableText } from '../kernel/storable-text.ts';
 import { urlOnlyProfile } from '../research/url-only.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { researchFromCallerText } from './caller-research.ts';

@@ -1,8 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { MessageTemplate, ResearchSummary } from '../ai/engine.ts';
-import { AppError } from '../errors.ts';
-import { describeValidationIssues, errorBody } from '../http/envelope.ts';
-import { Uuid, whenGiven } from '../schemas.ts';
+import { AppError } from '../kernel/errors.ts';
+import { describeValidationIssues, Uuid, whenGiven } from '../kernel/schemas.ts';
 import { ProspectUrl } from './prospect-url.ts';
 
 /**
@@ -77,12 +76,6 @@ export const MessageProcessing = z
   })
   .openapi('MessageProcessing');
 export type MessageProcessing = z.infer<typeof MessageProcessing>;
-
-/** HTTP 402, before any provider call: what the request needs and what the account has. */
-export const NotEnoughCredits = errorBody(['insufficient_credits'], {
-  credits_required: z.number().int(),
-  credit_balance: z.number().int(),
-}).openapi('NotEnoughCreditsError');
 
 /**
  * The verb's own check of its input, so every transport (the route, a CLI, a test) is equally

@@ -1,7 +1,7 @@
-import type { CoreDeps } from '../context.ts';
-import { generateApiKey, keyPrefixOf } from '../crypto.ts';
-import type { Sql } from '../db.ts';
-import { badRequest, notFound } from '../errors.ts';
+import type { CoreDeps } from '../kernel/context.ts';
+import { generateApiKey, keyPrefixOf } from '../kernel/crypto.ts';
+import { badRequest, notFound } from '../kernel/errors.ts';
+import type { Sql } from '../kernel/sql.ts';
 
 /** The rows an operator verb writes for an account: a key, a website, and its pool's id. */
 

@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { notFound } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { notFound } from '../kernel/errors.ts';
 
 /**
  * Operator: what a credit auto-reload buys and how it is paid — the credits per reload, the price

@@ -1,8 +1,8 @@
 import { CompleteConnectLinkInput, completeConnectLink } from '../account/complete-connect-link.ts';
 import { createConnectLink } from '../account/create-connect-link.ts';
-import type { VerbArgs } from '../context.ts';
-import { randomBase62 } from '../crypto.ts';
-import { badRequest } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { randomBase62 } from '../kernel/crypto.ts';
+import { badRequest } from '../kernel/errors.ts';
 
 const UserDetails = CompleteConnectLinkInput.omit({ token: true });
 const FLAG_OF: Record<string, string> = { name: '--name', linkedin_url: '--linkedin-url', title: '--title', company: '--company' };

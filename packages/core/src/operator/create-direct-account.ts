@@ -1,6 +1,6 @@
-import type { VerbArgs } from '../context.ts';
-import { badRequest } from '../errors.ts';
-import { normaliseTrackerDomain } from '../tracker-domain.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { badRequest } from '../kernel/errors.ts';
+import { normaliseTrackerDomain } from '../tracker/normalise-tracker-domain.ts';
 import { insertKey, insertWebsite } from './account-records.ts';
 
 /** A direct (non-partner) account with one active key and one website. */

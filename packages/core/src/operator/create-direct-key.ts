@@ -1,6 +1,6 @@
-import type { VerbArgs } from '../context.ts';
-import { notFound } from '../errors.ts';
-import { normaliseTrackerDomain } from '../tracker-domain.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { notFound } from '../kernel/errors.ts';
+import { normaliseTrackerDomain } from '../tracker/normalise-tracker-domain.ts';
 import { insertKey, insertWebsite } from './account-records.ts';
 
 /**

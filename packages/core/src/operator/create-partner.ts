@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { badRequest, sqlCall } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { badRequest, sqlCall } from '../kernel/errors.ts';
 import { insertKey } from './account-records.ts';
 
 export interface CreatePartnerInput {

@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { sqlCall } from '../kernel/errors.ts';
 
 /** Operator: add credits to an account (a `grant` transaction). */
 export async function grantCredits({ ctx, input }: VerbArgs<{ accountId: string; credits: number }>) {

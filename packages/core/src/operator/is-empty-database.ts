@@ -1,4 +1,4 @@
-import type { VerbArgs } from '../context.ts';
+import type { VerbArgs } from '../kernel/context.ts';
 
 /** Whether the database holds no account yet (first start). */
 export async function isEmptyDatabase({ ctx }: VerbArgs<Record<string, never>>): Promise<boolean> {

@@ -1,4 +1,4 @@
-import type { VerbArgs } from '../context.ts';
+import type { VerbArgs } from '../kernel/context.ts';
 import { poolOf } from './account-records.ts';
 
 /** Records an outstanding invoice against a pool (e.g. one raised outside Sightline). */

@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { sqlCall } from '../kernel/errors.ts';
 import { poolOf } from './account-records.ts';
 
 /** Billing mode, per-ID rate and saved card of a pool. */

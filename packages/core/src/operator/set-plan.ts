@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { notFound } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { notFound } from '../kernel/errors.ts';
 
 export const PLANS = ['free', 'starter', 'growth', 'pro'] as const;
 export type Plan = (typeof PLANS)[number];

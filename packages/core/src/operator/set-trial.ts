@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { notFound } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { notFound } from '../kernel/errors.ts';
 
 /**
  * Operator: starts (or extends, or shortens) an account's trial so it ends `days` days from now;

@@ -1,5 +1,5 @@
-import type { VerbArgs } from '../context.ts';
-import { notFound } from '../errors.ts';
+import type { VerbArgs } from '../kernel/context.ts';
+import { notFound } from '../kernel/errors.ts';
 
 /** Marks an outstanding invoice paid. */
 export async function settleInvoice({ ctx, input }: VerbArgs<{ invoiceId: string }>) {

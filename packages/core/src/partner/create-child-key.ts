@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
-import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { generateApiKey, keyPrefixOf } from '../crypto.ts';
-import { badRequest, sqlCall } from '../errors.ts';
-import { DisplayName, Quota, Timestamp, Uuid, WebhookSecret, WebhookUrl } from '../schemas.ts';
-import { normaliseTrackerDomain } from '../tracker-domain.ts';
+import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
+import { generateApiKey, keyPrefixOf } from '../kernel/crypto.ts';
+import { badRequest, sqlCall } from '../kernel/errors.ts';
+import { DisplayName, Quota, Timestamp, Uuid, WebhookSecret, WebhookUrl } from '../kernel/schemas.ts';
+import { normaliseTrackerDomain } from '../tracker/normalise-tracker-domain.ts';
 import { prepareNewWebhook } from './new-webhook.ts';
 
 export const CreateChildKeyInput = z

@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
-import { type BatchedRead, createBatchedRead } from '../batched-read.ts';
-import type { PartnerCtx, VerbArgs } from '../context.ts';
-import type { Sql } from '../db.ts';
-import { forbidden } from '../errors.ts';
-import { Timestamp } from '../schemas.ts';
+import { type BatchedRead, createBatchedRead } from '../kernel/batched-read.ts';
+import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
+import { forbidden } from '../kernel/errors.ts';
+import { Timestamp } from '../kernel/schemas.ts';
+import type { Sql } from '../kernel/sql.ts';
 
 export const PoolState = z.object({
   pool: z.object({

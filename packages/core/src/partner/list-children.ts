@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { PageLimit, PageOffset, QueryBoolean, Timestamp, Uuid } from '../schemas.ts';
+import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
+import { PageLimit, PageOffset, QueryBoolean, Timestamp, Uuid } from '../kernel/schemas.ts';
 
 export const ListChildrenInput = z.object({
   child_api_key_id: Uuid.optional().openapi({ description: 'Single-child lookup; `children` is empty if no match' }),

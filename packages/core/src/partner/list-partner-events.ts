@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { queryInteger, Timestamp, Uuid, whenGiven } from '../schemas.ts';
+import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
+import { queryInteger, Timestamp, Uuid, whenGiven } from '../kernel/schemas.ts';
 
 const DeliveryStatus = z.enum(
   ['pending', 'delivered', 'failed', 'no_destination'],

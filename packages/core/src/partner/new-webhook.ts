@@ -1,7 +1,7 @@
-import type { CoreDeps } from '../context.ts';
-import { mintWebhookSecret } from '../crypto.ts';
-import { badRequest } from '../errors.ts';
-import { assertReachableWebhook } from '../net/webhook-destination.ts';
+import type { CoreDeps } from '../kernel/context.ts';
+import { mintWebhookSecret } from '../kernel/crypto.ts';
+import { badRequest } from '../kernel/errors.ts';
+import { assertReachableWebhook } from '../kernel/net/webhook-destination.ts';
 
 /**
  * The webhook of a child being created or adopted: the URL must be valid and reachable, the secret

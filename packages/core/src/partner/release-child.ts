@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
-import { Uuid } from '../schemas.ts';
+import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
+import { sqlCall } from '../kernel/errors.ts';
+import { Uuid } from '../kernel/schemas.ts';
 
 export const ReleaseChildInput = z.object({ child_api_key_id: Uuid }).strict().openapi('ReleaseChildRequest');
 export type ReleaseChildInput = z.infer<typeof ReleaseChildInput>;

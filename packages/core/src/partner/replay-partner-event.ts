@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
-import { Uuid } from '../schemas.ts';
+import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
+import { sqlCall } from '../kernel/errors.ts';
+import { Uuid } from '../kernel/schemas.ts';
 
 export const ReplayPartnerEventInput = z.object({ event_id: Uuid }).strict().openapi('ReplayEventRequest');
 export type ReplayPartnerEventInput = z.infer<typeof ReplayPartnerEventInput>;

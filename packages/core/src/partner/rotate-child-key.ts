@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
-import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { generateApiKey, keyPrefixOf } from '../crypto.ts';
-import { sqlCall } from '../errors.ts';
-import { Timestamp, Uuid } from '../schemas.ts';
+import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
+import { generateApiKey, keyPrefixOf } from '../kernel/crypto.ts';
+import { sqlCall } from '../kernel/errors.ts';
+import { Timestamp, Uuid } from '../kernel/schemas.ts';
 
 /** Spec limit: 10 rotations per child per rolling 24 hours. */
 export const ROTATIONS_PER_DAY = 10;

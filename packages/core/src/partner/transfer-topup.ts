@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { sqlCall } from '../errors.ts';
-import { Uuid, whenGiven } from '../schemas.ts';
+import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
+import { sqlCall } from '../kernel/errors.ts';
+import { Uuid, whenGiven } from '../kernel/schemas.ts';
 
 export const TransferTopupInput = z
   .object({

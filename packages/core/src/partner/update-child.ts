@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import type { PartnerCtx, VerbArgs } from '../context.ts';
-import { badRequest, sqlCall } from '../errors.ts';
-import { ChildStatus, DisplayName, PositiveDays, Quota, Timestamp, Uuid, WebhookSecret, WebhookUrl } from '../schemas.ts';
+import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
+import { badRequest, sqlCall } from '../kernel/errors.ts';
+import { ChildStatus, DisplayName, PositiveDays, Quota, Timestamp, Uuid, WebhookSecret, WebhookUrl } from '../kernel/schemas.ts';
 import { planWebhookChange } from './webhook-change.ts';
 
 export const UpdateChildInput = z

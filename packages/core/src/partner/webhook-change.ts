@@ -1,7 +1,7 @@
-import type { PartnerCtx } from '../context.ts';
-import { mintWebhookSecret } from '../crypto.ts';
-import { badRequest } from '../errors.ts';
-import { assertReachableWebhook } from '../net/webhook-destination.ts';
+import type { PartnerCtx } from '../kernel/context.ts';
+import { mintWebhookSecret } from '../kernel/crypto.ts';
+import { badRequest } from '../kernel/errors.ts';
+import { assertReachableWebhook } from '../kernel/net/webhook-destination.ts';
 
 /**
  * Resolves the webhook part of an update (a child's or the partner's own): which URL action to take

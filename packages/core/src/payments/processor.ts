@@ -36,3 +36,10 @@ export const builtinProcessor: PaymentProcessor = {
     return { status: 'succeeded', paymentRef: `builtin_${req.idempotencyKey}` };
   },
 };
+
+declare module '../kernel/context.ts' {
+  interface CoreDeps {
+    /** Charges auto-reloads. */
+    payments: PaymentProcessor;
+  }
+}

@@ -11,3 +11,10 @@ export interface ProfileResearch {
   readonly name: string;
   lookup(linkedinUrl: string, signal: AbortSignal): Promise<ProspectProfile | null>;
 }
+
+declare module '../kernel/context.ts' {
+  interface CoreDeps {
+    /** Looks up a prospect's profile for api-full-request (research/profile.ts). */
+    research: ProfileResearch;
+  }
+}

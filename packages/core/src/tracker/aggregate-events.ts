@@ -1,4 +1,4 @@
-import type { CoreDeps, VerbArgs } from '../context.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 
 /** Events one claim takes: small enough that one transaction of aggregation stays short. */
 const EVENTS_PER_CLAIM = 500;

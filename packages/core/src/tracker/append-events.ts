@@ -1,4 +1,4 @@
-import type { CoreDeps } from '../context.ts';
+import type { CoreDeps } from '../kernel/context.ts';
 
 /** One beacon as `sl_collect_events` takes it (collect-event.ts builds it from the request). */
 export interface TrackerEventRow {

@@ -1,8 +1,8 @@
-import { type BatchedRead, createBatchedRead } from '../batched-read.ts';
-import type { CoreDeps } from '../context.ts';
-import { BoundedLru } from '../lru.ts';
-import { clientLimitKey } from '../net/ip.ts';
-import { createWriteBehind, type WriteBehind } from '../write-behind.ts';
+import { createWriteBehind, type WriteBehind } from '../drivers/write-behind.ts';
+import { type BatchedRead, createBatchedRead } from '../kernel/batched-read.ts';
+import type { CoreDeps } from '../kernel/context.ts';
+import { BoundedLru } from '../kernel/lru.ts';
+import { clientLimitKey } from '../kernel/net/ip.ts';
 
 /**
  * collect's budgets: what one client, and many clients together, may make a tracker store and

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { isbot } from 'isbot';
-import type { CoreDeps, VerbArgs } from '../context.ts';
-import { Uuid } from '../schemas.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
+import { Uuid } from '../kernel/schemas.ts';
 import { appendTrackerEvent } from './append-events.ts';
 import { spendBeaconBudgets } from './beacon-budgets.ts';
 

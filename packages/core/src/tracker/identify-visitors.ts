@@ -1,8 +1,8 @@
-import type { CoreDeps, VerbArgs } from '../context.ts';
 import { kickIcpScoring } from '../icp/score-identifications.ts';
 import { type Resolution, resolveIp, type Verdict } from '../ip/resolve-ip.ts';
 import { readStoredResults, type StoredResult } from '../ip/stored-results.ts';
 import type { PersonMatch } from '../ip/types.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { runAutoReload } from '../ledger/run-auto-reload.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { createIdentificationSettler, type Settled, type SettleItem } from './settle-identifications.ts';

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import type { KeyRecord, VerbArgs } from '../context.ts';
-import { notFound } from '../errors.ts';
-import { PageLimit, PageOffset, QueryBoolean, Timestamp, Uuid, whenGiven } from '../schemas.ts';
+import type { KeyRecord, VerbArgs } from '../kernel/context.ts';
+import { notFound } from '../kernel/errors.ts';
+import { PageLimit, PageOffset, QueryBoolean, Timestamp, Uuid, whenGiven } from '../kernel/schemas.ts';
 
 export const ListIdentificationsInput = z.object({
   website_id: Uuid.openapi({ description: 'A website of the key’s account' }),

@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
-import type { KeyRecord, VerbArgs } from '../context.ts';
-import { badRequest } from '../errors.ts';
-import { PageLimit, PageOffset, QueryInstant, Timestamp, whenGiven } from '../schemas.ts';
-import { normaliseTrackerDomain } from '../tracker-domain.ts';
+import type { KeyRecord, VerbArgs } from '../kernel/context.ts';
+import { badRequest } from '../kernel/errors.ts';
+import { PageLimit, PageOffset, QueryInstant, Timestamp, whenGiven } from '../kernel/schemas.ts';
+import { normaliseTrackerDomain } from './normalise-tracker-domain.ts';
 
 const DEFAULT_WINDOW_DAYS = 30;
 

@@ -1,6 +1,6 @@
-import type { CoreDeps } from '../context.ts';
 import type { Verdict } from '../ip/resolve-ip.ts';
-import { nextTurn } from '../next-turn.ts';
+import type { CoreDeps } from '../kernel/context.ts';
+import { nextTurn } from '../kernel/next-turn.ts';
 
 /** The tracker's results are cached for the account like ip-to-company's: 7 days. */
 const CACHE_TTL = '7 days';

@@ -1,5 +1,5 @@
-import { coalescedKick } from '../background.ts';
-import type { CoreDeps, VerbArgs } from '../context.ts';
+import { coalescedKick } from '../kernel/background.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { type AggregationReport, aggregateTrackerEvents } from './aggregate-events.ts';
 import { type IdentificationReport, identifyVisitors } from './identify-visitors.ts';
 

@@ -1,5 +1,5 @@
-import type { CoreDeps, VerbArgs } from '../context.ts';
-import { describeNetworkError, WEBHOOK_CONNECTION_WAIT_MS } from '../net/webhook-destination.ts';
+import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
+import { describeNetworkError, WEBHOOK_CONNECTION_WAIT_MS } from '../kernel/net/webhook-destination.ts';
 import { createDeliverySigner, type DeliverySigner } from './signing.ts';
 
 /** Spec: 5 retried events per webhook URL per minute; first attempts are not capped. */

@@ -1,4 +1,4 @@
-import { hmacSha256Hex } from '../crypto.ts';
+import { hmacSha256Hex } from '../kernel/crypto.ts';
 
 /**
  * The spec's signing scheme: X-Service-Signature = hex HMAC-SHA256 of `<timestamp>.<raw body>` keyed

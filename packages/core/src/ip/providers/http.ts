@@ -1,5 +1,5 @@
-import { readBodyTextPrefix } from '../../net/bounded-body.ts';
-import { parseIp } from '../../net/ip.ts';
+import { readBodyTextPrefix } from '../../kernel/net/bounded-body.ts';
+import { parseIp } from '../../kernel/net/ip.ts';
 import { readObject, readString } from './normalise.ts';
 
 /**

@@ -1,15 +1,8 @@
-import type { UsageMeter } from './account/usage-meter.ts';
-import type { AiEngine } from './ai/engine.ts';
-import type { AuthCache } from './auth-cache.ts';
+import type { Sql } from '../kernel/sql.ts';
 import type { Keyring } from './crypto.ts';
-import type { Sql } from './db.ts';
-import type { ApiLookupRecorder } from './ip/record-api-lookup.ts';
-import type { IpDeps } from './ip/resolve-ip.ts';
 import type { RateLimiter, TrackerBudgets } from './limits.ts';
 import type { TrustedProxies } from './net/client-address.ts';
 import type { WebhookTransport } from './net/webhook-destination.ts';
-import type { PaymentProcessor } from './payments/processor.ts';
-import type { ProfileResearch } from './research/profile.ts';
 
 export interface Logger {
   /** What nothing happened in (a sweep that found no work): shown only at LOG_LEVEL=debug. */
@@ -20,7 +13,14 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
-/** Everything a verb may touch, built once at the entry point and injected. */
+/**
+ * Everything a verb may touch, built once at the entry point (compose/) and injected. The slots
+ * typed here need only kernel types; each domain adds its own slot beside the type it owns, by
+ * augmenting this interface (`declare module '../kernel/context.ts'`: ai/engine.ts, payments/
+ * processor.ts, research/profile.ts, account/usage-meter.ts, auth/auth-cache.ts, ip/resolve-ip.ts,
+ * ip/record-api-lookup.ts), so the kernel imports no domain and no domain imports another's
+ * composition.
+ */
 export interface CoreDeps {
   db: Sql;
   keyring: Keyring;
@@ -31,35 +31,11 @@ export interface CoreDeps {
   log: Logger;
   /** The API-wide limit on partner endpoints. */
   rateLimiter: RateLimiter;
-  /** Charges auto-reloads. */
-  payments: PaymentProcessor;
-  /** Drafts ICPs, summarises research, writes messages (ai/engine.ts): a configured LLM or the built-in rules. */
-  ai: AiEngine;
-  /** Counts API calls and operations for api-usage-summary (account/usage-meter.ts). */
-  usage: UsageMeter;
-  /** Remembers keys' identified lookups for list-visitors' api rows (ip/record-api-lookup.ts). */
-  apiLookups: ApiLookupRecorder;
-  /** Looks up a prospect's profile for api-full-request (research/profile.ts). */
-  research: ProfileResearch;
   /**
    * Runs work after the response without delaying or failing it (Node: a tracked promise; Deno:
    * EdgeRuntime.waitUntil). Failures are logged by the implementation.
    */
   background(name: string, task: () => Promise<unknown>): void;
-  /** The identification waterfall's data and providers; absent where IP endpoints are not served. */
-  ip?: IpDeps;
-  /**
-   * Where the host loads the IP data after it starts answering (a long-lived server: a cold start
-   * is not held up by it): settles with the waterfall once loaded (`ip` is set then), or undefined
-   * if loading failed. Lookups that find no `ip` wait on this; nothing else does.
-   */
-  ipLoading?: Promise<IpDeps | undefined>;
-  /**
-   * Key records by hash, invalidated by database notifications and by this process's own
-   * key-changing requests (auth-cache.ts); absent where nothing listens, and then every request
-   * reads its key from the database.
-   */
-  authCache?: AuthCache;
   /** The bearer token scheduled sweeps must present (`SWEEP_SECRET`); absent, sweeps are refused. */
   sweepSecret?: string;
   /** The request's socket peer, from the host's request bindings (core knows no runtime). */

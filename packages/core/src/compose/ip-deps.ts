@@ -1,19 +1,19 @@
-import type { Env } from '../config.ts';
-import type { Logger } from '../context.ts';
-import type { Database } from '../db.ts';
-import type { SharedRedis } from '../redis.ts';
-import { consensus } from './consensus.ts';
-import { createPeopleDataLabsEnrichment } from './enrichment.ts';
-import type { AsnBase } from './local-data.ts';
-import { createPeopleDataLabsPersonMatcher } from './person-match.ts';
-import { createIpapiIsProvider } from './providers/ipapi-is.ts';
-import { createIpinfoProvider } from './providers/ipinfo.ts';
-import { queryProviders } from './providers/run.ts';
-import { createSnitcherProvider } from './providers/snitcher.ts';
-import { createRecentResults } from './recent-results.ts';
-import type { IpDeps } from './resolve-ip.ts';
-import { createIpStore, type IpStore, type IpStoreOptions } from './store.ts';
-import type { EnrichmentProvider, IpProvider, PersonMatcher } from './types.ts';
+import type { SharedRedis } from '../drivers/redis.ts';
+import { consensus } from '../ip/consensus.ts';
+import { createPeopleDataLabsEnrichment } from '../ip/enrichment.ts';
+import type { AsnBase } from '../ip/local-data.ts';
+import { createPeopleDataLabsPersonMatcher } from '../ip/person-match.ts';
+import { createIpapiIsProvider } from '../ip/providers/ipapi-is.ts';
+import { createIpinfoProvider } from '../ip/providers/ipinfo.ts';
+import { queryProviders } from '../ip/providers/run.ts';
+import { createSnitcherProvider } from '../ip/providers/snitcher.ts';
+import { createRecentResults } from '../ip/recent-results.ts';
+import type { IpDeps } from '../ip/resolve-ip.ts';
+import { createIpStore, type IpStore, type IpStoreOptions } from '../ip/store.ts';
+import type { EnrichmentProvider, IpProvider, PersonMatcher } from '../ip/types.ts';
+import type { Logger } from '../kernel/context.ts';
+import type { Database } from '../kernel/sql.ts';
+import type { Env } from './config.ts';
 
 /**
  * Where the shipped data comes from: the npm packages' files and the range lists in

@@ -181,3 +181,31 @@ export function forbiddenAddressClass(ip: ParsedIp): string | null {
 export function isLocalDevClass(label: string): boolean {
   return LOCAL_DEV_CLASSES.has(label);
 }
+
+export function groupsToBigint(groups: number[]): bigint {
+  let v = 0n;
+  for (const g of groups) v = (v << 16n) | BigInt(g);
+  return v;
+}
+
+/** CIDR text → inclusive numeric range; null if malformed. */
+export function parseCidr(text: string): { version: 4; start: number; end: number } | { version: 6; start: bigint; end: bigint } | null {
+  const [addr, bitsText, extra] = text.trim().split('/');
+  if (!addr || extra !== undefined) return null;
+  if (addr.includes(':')) {
+    const groups = parseIPv6(addr);
+    if (!groups) return null;
+    const bits = bitsText === undefined ? 128 : Number(bitsText);
+    if (!Number.isInteger(bits) || bits < 0 || bits > 128 || (bitsText !== undefined && !/^\d{1,3}$/.test(bitsText))) return null;
+    const host = (1n << BigInt(128 - bits)) - 1n;
+    const start = groupsToBigint(groups) & ~host & ((1n << 128n) - 1n);
+    return { version: 6, start, end: start | host };
+  }
+  const v = ipv4ToNumber(addr);
+  if (v < 0) return null;
+  const bits = bitsText === undefined ? 32 : Number(bitsText);
+  if (!Number.isInteger(bits) || bits < 0 || bits > 32 || (bitsText !== undefined && !/^\d{1,2}$/.test(bitsText))) return null;
+  const size = 2 ** (32 - bits);
+  const start = Math.floor(v / size) * size;
+  return { version: 4, start, end: start + size - 1 };
+}

@@ -1,5 +1,5 @@
-import type { Logger } from './context.ts';
-import type { Sql } from './db.ts';
+import type { Logger } from '../kernel/context.ts';
+import type { Sql } from '../kernel/sql.ts';
 
 /**
  * Counts and last-seen facts that requests report many times a second, gathered in memory and

@@ -1,26 +1,26 @@
 import type { Redis } from 'ioredis';
-import { CONNECT_LINK_COMPLETIONS } from './account/complete-connect-link.ts';
-import { builtinEngine } from './ai/builtin-engine.ts';
-import type { AiEngine } from './ai/engine.ts';
-import { createOpenAiCompatibleEngine } from './ai/openai-compatible.ts';
-import { listenAuthCache } from './auth-cache.ts';
-import type { BackgroundRunner } from './background.ts';
+import { CONNECT_LINK_COMPLETIONS } from '../account/complete-connect-link.ts';
+import { builtinEngine } from '../ai/builtin-engine.ts';
+import type { AiEngine } from '../ai/engine.ts';
+import { createOpenAiCompatibleEngine } from '../ai/openai-compatible.ts';
+import { listenAuthCache } from '../auth/auth-cache.ts';
+import { connectPostgres } from '../drivers/db-postgres.ts';
+import { connectRedis, rateLimiterFor } from '../drivers/redis.ts';
+import type { BackgroundRunner } from '../kernel/background.ts';
+import type { CoreDeps, Logger, RequestHeaders } from '../kernel/context.ts';
+import { createKeyring, type HmacSha256Hex } from '../kernel/crypto.ts';
+import { createRedisRateLimiter, createTrackerBudgets } from '../kernel/limits.ts';
+import { trustedProxies } from '../kernel/net/client-address.ts';
+import type { WebhookTransport } from '../kernel/net/webhook-destination.ts';
+import type { Database } from '../kernel/sql.ts';
+import { builtinProcessor, type PaymentProcessor } from '../payments/processor.ts';
+import { createStripeProcessor } from '../payments/stripe.ts';
+import { createPeopleDataLabsResearch } from '../research/people-data-labs.ts';
+import type { ProfileResearch } from '../research/profile.ts';
+import { urlOnlyResearch } from '../research/url-only.ts';
 import type { Env } from './config.ts';
-import type { CoreDeps, Logger, RequestHeaders } from './context.ts';
-import { createKeyring, type HmacSha256Hex } from './crypto.ts';
-import type { Database } from './db.ts';
-import { connectPostgres } from './db-postgres.ts';
 import { createCoreDeps } from './deps.ts';
-import { type IpDataSources, ipDepsFor } from './ip/assemble.ts';
-import { createRedisRateLimiter, createTrackerBudgets } from './limits.ts';
-import { trustedProxies } from './net/client-address.ts';
-import type { WebhookTransport } from './net/webhook-destination.ts';
-import { builtinProcessor, type PaymentProcessor } from './payments/processor.ts';
-import { createStripeProcessor } from './payments/stripe.ts';
-import { connectRedis, rateLimiterFor } from './redis.ts';
-import { createPeopleDataLabsResearch } from './research/people-data-labs.ts';
-import type { ProfileResearch } from './research/profile.ts';
-import { urlOnlyResearch } from './research/url-only.ts';
+import { type IpDataSources, ipDepsFor } from './ip-deps.ts';
 
 /**
  * What only the runtime can supply; everything else is decided here, from configuration, the same

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { AZURE_DEFAULT_API_VERSION, llmApiStyle } from './ai/openai-compatible.ts';
-import { parseCidr } from './ip/ranges.ts';
-import { DEFAULT_TRACKER_BUDGETS } from './limits.ts';
+import { AZURE_DEFAULT_API_VERSION, llmApiStyle } from '../ai/openai-compatible.ts';
+import { DEFAULT_TRACKER_BUDGETS } from '../kernel/limits.ts';
+import { parseCidr } from '../kernel/net/ip.ts';
 
 const flag = z
   .enum(['0', '1', 'true', 'false', ''])

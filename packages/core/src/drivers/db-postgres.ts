@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import type { Database, Sql, SqlValue } from './db.ts';
+import type { Database, Sql, SqlValue } from '../kernel/sql.ts';
 
 export interface PostgresOptions {
   url: string;

@@ -1,6 +1,6 @@
-import type { KeyRecord, Logger } from './context.ts';
-import type { Database, Sql } from './db.ts';
-import { BoundedLru } from './lru.ts';
+import type { KeyRecord, Logger } from '../kernel/context.ts';
+import { BoundedLru } from '../kernel/lru.ts';
+import type { Database, Sql } from '../kernel/sql.ts';
 
 /**
  * Key records by keyed hash, so a lookup that repeats its key skips the database. Correctness rests
@@ -167,4 +167,15 @@ export async function listenAuthCache(
       await sub.unlisten();
     },
   };
+}
+
+declare module '../kernel/context.ts' {
+  interface CoreDeps {
+    /**
+     * Key records by hash, invalidated by database notifications and by this process's own
+     * key-changing requests (auth-cache.ts); absent where nothing listens, and then every request
+     * reads its key from the database.
+     */
+    authCache?: AuthCache;
+  }
 }

@@ -1,4 +1,4 @@
-import type { Sql } from './db.ts';
+import type { Sql } from '../kernel/sql.ts';
 
 /**
  * The repeatable half of the schema (Flyway's repeatable migrations): every SQL function, trigger

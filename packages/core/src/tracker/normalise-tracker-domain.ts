@@ -1,5 +1,5 @@
 import { getDomain } from 'tldts';
-import { badRequest } from './errors.ts';
+import { badRequest } from '../kernel/errors.ts';
 
 const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const TLD = /^([a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;

@@ -1,5 +1,4 @@
-import { groupsToBigint, parseCidr } from '../ip/ranges.ts';
-import { parseIp } from './ip.ts';
+import { groupsToBigint, parseCidr, parseIp } from './ip.ts';
 
 /**
  * The proxies whose word about the client's address we take (`TRUSTED_PROXIES`): the load balancer

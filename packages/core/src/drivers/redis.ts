@@ -1,9 +1,8 @@
 // Types only: the Node host loads ioredis when REDIS_URL is set, the Deno entry imports it itself,
 // and each hands the class to buildDeps (build-deps.ts), so both build their client here.
 import type { Redis, RedisOptions } from 'ioredis';
-import type { Env } from './config.ts';
-import type { Logger } from './context.ts';
-import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter, type RedisEval } from './limits.ts';
+import type { Logger } from '../kernel/context.ts';
+import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter, type RedisEval } from '../kernel/limits.ts';
 
 /**
  * How long we wait for Redis. A healthy Redis near the service answers in about a millisecond, so
@@ -146,7 +145,7 @@ export function connectRedis(RedisClient: typeof Redis, url: string, log: Logger
  * The API-wide rate limit for this configuration: one count shared by every replica through Redis
  * (falling back to a per-process count while Redis is down, limits.ts), or per process without it.
  */
-export function rateLimiterFor(env: Pick<Env, 'RATE_LIMIT_PER_MINUTE'>, redis: SharedRedis | undefined): RateLimiter {
-  const policy = { limit: env.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 };
+export function rateLimiterFor(config: { RATE_LIMIT_PER_MINUTE: number }, redis: SharedRedis | undefined): RateLimiter {
+  const policy = { limit: config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 };
   return redis ? createRedisRateLimiter(redis, policy) : createMemoryRateLimiter(policy);
 }

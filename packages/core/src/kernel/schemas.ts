@@ -98,3 +98,20 @@ export const QueryInstant = z
   .string(whenGiven('must be an ISO 8601 date or date-time'))
   .refine((v) => v.length <= 40 && isRealInstant(v), 'must be an ISO 8601 date or date-time on the calendar')
   .openapi({ type: 'string', format: 'date-time' });
+
+type ZodIssueLike = { path: PropertyKey[]; message: string; code?: string };
+
+/** Turns zod issues into one sentence a developer can act on. */
+export function describeValidationIssues(issues: readonly ZodIssueLike[]): string {
+  const parts = issues.slice(0, 5).map((i) => {
+    const field = i.path.map(String).join('.') || 'body';
+    if (i.code === 'invalid_type' && /received undefined/.test(i.message)) return `${field} is required`;
+    if (i.code === 'unrecognized_keys') {
+      // Inside a nested object the message alone would not say where: `template: unknown field(s) …`.
+      const message = i.message.replace(/^Unrecognized keys?/, 'unknown field(s)');
+      return i.path.length ? `${field}: ${message}` : message;
+    }
+    return `${field}: ${i.message}`;
+  });
+  return parts.join('; ');
+}

@@ -1,0 +1,3 @@
+export { type ConsumeOutcome, type ConsumeResult, consumeIdentification } from './consume-identification.ts';
+export { creditTopup } from './credit-topup.ts';
+export { rollOverDuePeriods } from './roll-over-due-periods.ts';

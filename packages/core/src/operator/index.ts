@@ -1,0 +1,13 @@
+export { configureAutoReload } from './configure-auto-reload.ts';
+export { configureCreditReload } from './configure-credit-reload.ts';
+export { connectUser } from './connect-user.ts';
+export { createDirectAccount } from './create-direct-account.ts';
+export { createDirectKey } from './create-direct-key.ts';
+export { createPartner } from './create-partner.ts';
+export { grantCredits } from './grant-credits.ts';
+export { isEmptyDatabase } from './is-empty-database.ts';
+export { recordInvoice } from './record-invoice.ts';
+export { setBilling } from './set-billing.ts';
+export { PLANS, setPlan } from './set-plan.ts';
+export { setTrial } from './set-trial.ts';
+export { settleInvoice } from './settle-invoice.ts';

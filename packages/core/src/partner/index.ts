@@ -1,0 +1,11 @@
+export { AdoptExistingKeyInput, AdoptedChild, adoptExistingKey } from './adopt-existing-key.ts';
+export { CreateChildKeyInput, CreatedChild, createChildKey } from './create-child-key.ts';
+export { getPoolState, PoolState } from './get-pool-state.ts';
+export { ChildrenPage, ListChildrenInput, listChildren } from './list-children.ts';
+export { ListPartnerEventsInput, listPartnerEvents, PartnerEvents } from './list-partner-events.ts';
+export { ReleaseChildInput, ReleasedChild, releaseChild } from './release-child.ts';
+export { ReplayedEvent, ReplayPartnerEventInput, replayPartnerEvent } from './replay-partner-event.ts';
+export { RotateChildKeyInput, RotatedKey, rotateChildKey } from './rotate-child-key.ts';
+export { PartnerWebhook, SetPartnerWebhookInput, setPartnerWebhook } from './set-partner-webhook.ts';
+export { TopupTransferred, TransferTopupInput, transferTopup } from './transfer-topup.ts';
+export { UpdateChildInput, UpdatedChild, updateChild } from './update-child.ts';

@@ -1,0 +1,1 @@
+export type { ChargeRequest, ChargeResult, PaymentProcessor } from './processor.ts';

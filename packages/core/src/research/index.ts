@@ -1,0 +1,2 @@
+export type { ProfileResearch } from './profile.ts';
+export { urlOnlyResearch } from './url-only.ts';

@@ -1,0 +1,1 @@
+export { DELIVERY_LEASE, type DeliveryLease, dispatchNewEvents, sweepWebhookDeliveries } from './delivery.ts';
