@@ -112,6 +112,22 @@ describe('the docs a newcomer walks', () => {
     expect(broken).toEqual([]);
   });
 
+  it('every source path a document names in code quotes exists', async () => {
+    // A path with a folder in it (`ip/resolve-ip.ts`, `core/src/kernel/errors.ts`) is read from the
+    // repository root or from the places docs abbreviate: core's src, packages, migrations, the hosts.
+    const roots = ['', 'packages/core/src/', 'packages/', 'migrations/', 'migrations/functions/', 'packages/host/src/', 'supabase/', 'tests/', 'bench/'];
+    const missing: string[] = [];
+    for (const file of await markdownFiles()) {
+      prose(await read(file)).forEach((line, i) => {
+        for (const [, named = ''] of line.matchAll(/`([A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)+\.(?:ts|sql|json|toml))`/g)) {
+          const candidates = roots.map((r) => r + named.replace(/^core\/src\//, 'packages/core/src/'));
+          if (!candidates.some((c) => existsSync(path.join(REPO_ROOT, c)))) missing.push(`${file}:${i + 1}: ${named}`);
+        }
+      });
+    }
+    expect(missing).toEqual([]);
+  });
+
   it('every setting config.ts reads is documented once in docs/operating.md', async () => {
     const operating = await read('docs/operating.md');
     // Each setting is one list item of its own: "- `NAME` (default): meaning".
