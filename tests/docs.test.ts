@@ -115,7 +115,17 @@ describe('the docs a newcomer walks', () => {
   it('every source path a document names in code quotes exists', async () => {
     // A path with a folder in it (`ip/resolve-ip.ts`, `core/src/kernel/errors.ts`) is read from the
     // repository root or from the places docs abbreviate: core's src, packages, migrations, the hosts.
-    const roots = ['', 'packages/core/src/', 'packages/', 'migrations/', 'migrations/functions/', 'packages/host/src/', 'supabase/', 'tests/', 'bench/'];
+    const roots = [
+      '',
+      'packages/core/src/',
+      'packages/',
+      'migrations/',
+      'migrations/functions/',
+      'packages/host/src/',
+      'supabase/',
+      'tests/',
+      'bench/',
+    ];
     const missing: string[] = [];
     for (const file of await markdownFiles()) {
       prose(await read(file)).forEach((line, i) => {
