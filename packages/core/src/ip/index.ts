@@ -15,6 +15,7 @@ export {
   type OverlayRow,
   type RangeList,
 } from './local-data.ts';
+export { cleanCompanyName, type OwnershipOptions, type OwnershipRules, OwnershipSource } from './ownership/index.ts';
 export { queryProviders } from './providers/run.ts';
 export { Ipv4Index, Ipv6Index } from './ranges.ts';
 export { createRecentResults } from './recent-results.ts';
