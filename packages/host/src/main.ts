@@ -1,11 +1,14 @@
 import type { AddressInfo } from 'node:net';
-import { AppError, createPartner, isEmptyDatabase, parseEnv } from '@sightline/core';
+import { AppError, createPartner, grantCredits, isEmptyDatabase, parseEnv } from '@sightline/core';
 import { buildHostDeps } from './deps.ts';
 import { createNodeServer } from './node-server.ts';
 import { runOperatorCommand } from './operator-commands.ts';
 import { removeRuntimeFile, tokensEqual, writeRuntimeFile } from './runtime-file.ts';
 import { scheduledJobs, startScheduler } from './scheduler.ts';
 import { allowedMethodsAt, createHostApp, FUNCTIONS_PREFIX } from './server.ts';
+
+/** What the demo partner `npm start` creates may spend on lookups: 200 business matches of ip-to-company. */
+const DEMO_LOOKUP_CREDITS = 1000;
 
 /** `npm start`: one process serving every function, on PGlite unless DATABASE_URL is set. */
 async function main() {
@@ -34,10 +37,12 @@ async function main() {
     });
   }
 
-  let demo: { key: string } | undefined;
+  let demo: { key: string; account_id: string } | undefined;
   const wantDemo = env.DEMO_PARTNER ?? embedded;
   if (wantDemo && (await isEmptyDatabase({ ctx: deps, input: {} }))) {
     demo = await createPartner({ ctx: deps, input: { name: 'Demo Partner', quota: 1000, topup: 100 } });
+    // Lookup credits too, so the README's first ip-to-company answers rather than 402.
+    await grantCredits({ ctx: deps, input: { accountId: demo.account_id, credits: DEMO_LOOKUP_CREDITS } });
   }
 
   const server = createNodeServer({ fetch: app.fetch, log: deps.log, allowedMethods: allowedMethodsAt });
