@@ -4,17 +4,13 @@ import {
   configureAutoReload,
   consumeIdentification,
   createChildKey,
-  createCoreDeps,
-  createKeyring,
   createMemoryRateLimiter,
   createPartner,
   creditTopup,
   type PartnerCtx,
-  silentLogger,
   updateChild,
 } from '@sightline/core';
-import { createNodeWebhookTransport } from '@sightline/host';
-import { openBenchDatabase } from './database.ts';
+import { openBenchService } from './database.ts';
 import { benchDuration, figure, printFigures, setting, verdict } from './lib.ts';
 
 /**
@@ -77,18 +73,12 @@ async function loop(workers: number, seconds: number, op: () => Promise<unknown>
 export async function run(): Promise<void> {
   const seconds = benchDuration();
   if (2 * WARMUP + seconds * 2 >= THROTTLE_SECONDS) throw new Error('BENCH_DURATION too long for the consumption-event check (one 5-minute window)');
-  const { db, kind, drop } = await openBenchDatabase(CONSUMERS);
-  const webhooks = createNodeWebhookTransport({ allowPrivate: false });
-  let drain: () => Promise<void> = async () => {};
+  const { db, kind, deps, close } = await openBenchService(CONSUMERS, {
+    allowPrivateWebhooks: false,
+    rateLimiter: createMemoryRateLimiter({ limit: 1e9, windowSeconds: 60 }),
+  });
   try {
-    const deps = createCoreDeps({
-      db,
-      keyring: await createKeyring('bench-secret-bench-secret-bench-secret!'),
-      webhooks,
-      log: silentLogger,
-      rateLimiter: createMemoryRateLimiter({ limit: 1e9, windowSeconds: 60 }),
-    });
-    drain = () => deps.runner.drain();
+    const drain = () => deps.runner.drain();
     const partner = await createPartner({ ctx: deps, input: { name: 'Bench partner', quota: POOL_QUOTA, perIdPence: 2.5 } });
     await configureAutoReload({
       ctx: deps,
@@ -236,9 +226,7 @@ export async function run(): Promise<void> {
     ]);
     if (mismatches.length) process.exitCode = 1;
   } finally {
-    await drain();
-    await webhooks.close();
-    await drop();
+    await close();
   }
 }
 
@@ -251,7 +239,7 @@ interface Check {
 
 /** The exact accounting, from the rows the ledger wrote; every figure is compared with what the bench did. */
 async function accounting(
-  db: Awaited<ReturnType<typeof openBenchDatabase>>['db'],
+  db: Awaited<ReturnType<typeof openBenchService>>['db'],
   run: { childId: string; poolAccountId: string; consumed: number; quota: number; raises: number; purchases: number },
 ): Promise<Check[]> {
   const [s] = await db<{

@@ -1,5 +1,6 @@
 import type { Database } from '@sightline/core';
 import postgres from 'postgres';
+import { envForDatabase, type TestEnvOptions } from '../tests/support/app.ts';
 import { openTestDatabase } from '../tests/support/db.ts';
 
 /**
@@ -9,6 +10,16 @@ import { openTestDatabase } from '../tests/support/db.ts';
 export async function openBenchDatabase(poolSize: number): Promise<{ db: Database; kind: string; url?: string; drop(): Promise<void> }> {
   const t = await openTestDatabase({ pool: poolSize });
   return { ...t, kind: t.url ? `Postgres (pool ${poolSize})` : 'PGlite (embedded, one connection)' };
+}
+
+/**
+ * A throwaway database and the service's dependencies over it, composed as production composes
+ * them (the test harness's envForDatabase), without an auth cache. Closing it drops the database.
+ */
+export async function openBenchService(poolSize: number, opts: TestEnvOptions = {}) {
+  const t = await openBenchDatabase(poolSize);
+  const env = await envForDatabase({ db: t.db, url: t.url, drop: t.drop }, { authCache: false, ...opts });
+  return { db: t.db, kind: t.kind, url: t.url, deps: env.deps, close: env.close };
 }
 
 /**

@@ -34,7 +34,7 @@ type Base = Awaited<ReturnType<typeof readAsnBase>>;
  * Public addresses as traffic brings them, not uniformly random: a third anywhere in the routed
  * space, a third in the shipped VPN, cloud and datacenter lists, a third in ranges owned by an ASN
  * (a random range, so small networks count as much as big ones). Reserved and private addresses
- * are left out: resolveIp answers them before the cache, so a cache miss never sees one.
+ * are left out: a lookup answers them before the cache, so a cache miss never sees one.
  */
 function addressMix(base: Base, n: number, seed: number): string[] {
   const rnd = xorshift32(seed);

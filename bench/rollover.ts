@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { createCoreDeps, createKeyring, type Database, rollOverDuePeriods, type Sql, silentLogger } from '@sightline/core';
-import { createNodeWebhookTransport } from '@sightline/host';
-import { openBenchDatabase, openExplainingSession } from './database.ts';
+import { type Database, rollOverDuePeriods, type Sql } from '@sightline/core';
+import { openBenchService, openExplainingSession } from './database.ts';
 import { figure, formatTable, machineLine, printFigures, setting, verdict } from './lib.ts';
 
 /**
@@ -315,14 +314,7 @@ interface Side {
 }
 
 async function openSide(name: string, t0: Date, total: number, probeEvery: number, main: boolean): Promise<Side> {
-  const { db, kind, url, drop } = await openBenchDatabase(2);
-  const webhooks = createNodeWebhookTransport({ allowPrivate: false });
-  const deps = createCoreDeps({ db, keyring: await createKeyring('bench-secret-bench-secret-bench-secret!'), webhooks, log: silentLogger });
-  const close = async () => {
-    await deps.runner.drain();
-    await webhooks.close();
-    await drop();
-  };
+  const { db, kind, url, deps, close } = await openBenchService(2, { allowPrivateWebhooks: false });
   try {
     await db`
       create table bench_expect (phase text not null, sub_id uuid not null, key_id uuid not null, old_end timestamptz not null,

@@ -2,11 +2,10 @@ import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parentPort, Worker, workerData } from 'node:worker_threads';
-import { createCoreDeps, createKeyring, dispatchNewEvents, mintWebhookSecret, silentLogger, sweepWebhookDeliveries } from '@sightline/core';
-import { createNodeWebhookTransport, nodeHmacSha256Hex } from '@sightline/host';
+import { dispatchNewEvents, mintWebhookSecret, sweepWebhookDeliveries } from '@sightline/core';
 import { verifyWebhook } from '@sightline/webhook-verify';
 import { Pool } from 'undici';
-import { openBenchDatabase } from './database.ts';
+import { openBenchService } from './database.ts';
 import { figure, formatTable, machineLine, printFigures, setting, verdict } from './lib.ts';
 
 /**
@@ -209,8 +208,8 @@ async function plainLoop(
 }
 
 export async function run(): Promise<void> {
-  const { db, kind, drop } = await openBenchDatabase(POOL);
-  const keyring = await createKeyring('bench-secret-bench-secret-bench-secret!', { hmacSha256Hex: nodeHmacSha256Hex });
+  const { db, kind, deps, close } = await openBenchService(POOL);
+  const { keyring } = deps;
   // One partner per URL for the sweep, one fresh partner per throughput round and one for the
   // warm-up; each has its own secret.
   const partners: { id: string; path: string; secret: string }[] = [];
@@ -222,8 +221,6 @@ export async function run(): Promise<void> {
     partners.push({ id: '', path, secret });
   }
   const receiver = await startReceiver(secrets);
-  const webhooks = createNodeWebhookTransport({ allowPrivate: true });
-  const deps = createCoreDeps({ db, keyring, webhooks, log: silentLogger, allowPrivateWebhooks: true });
   const problems: string[] = [];
   try {
     for (const p of partners) {
@@ -408,9 +405,7 @@ export async function run(): Promise<void> {
     ]);
     if (problems.length) process.exitCode = 1;
   } finally {
-    await deps.runner.drain();
-    await webhooks.close();
+    await close();
     await receiver.close();
-    await drop();
   }
 }

@@ -1,8 +1,8 @@
-import { connectUser, grantCredits, type Sql, startCreditReload } from '@sightline/core';
+import { connectUser, grantCredits, type Sql, startAfterWork } from '@sightline/core';
 import { runOperatorCommand } from '@sightline/host';
 import { verifyWebhook } from '@sightline/webhook-verify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { call, createTestEnv, fn, type Json, type TestEnv } from './support/app.ts';
+import { call, createTestEnv, fn, type Json, socketPeer, type TestEnv } from './support/app.ts';
 import { countingProcessor } from './support/payments.ts';
 import { closedPort, startReceiver } from './support/receiver.ts';
 import { seedDirectAccount } from './support/seed.ts';
@@ -454,7 +454,7 @@ describe('api-update-settings: allowed_domains restrict the page hosts the accou
           headers: { 'content-type': 'text/plain', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0' },
           body: JSON.stringify({ tracking_script_id: a.tracking_script_id, type: 'pageview', url, session_id: `s-${++n}` }),
         },
-        { incoming: { socket: { remoteAddress: '203.0.113.9' } } },
+        socketPeer('203.0.113.9'),
       );
       // Refused or not, collect answers the same: the browser learns nothing.
       expect(res.status).toBe(202);
@@ -507,7 +507,7 @@ describe('api-update-settings: the account webhook receives signed events', () =
       // A debit takes the balance below the threshold: credits.low, then the reload and credits.reloaded.
       const [debit] = await env.db<{ reload: boolean }>`select sl_debit_credits(${a.account_id}, 'message', 60, ${a.userId}, null) as reload`;
       expect(debit?.reload).toBe(true);
-      startCreditReload(env.deps, a.account_id);
+      startAfterWork(env.deps, 'credit-reload', { accountId: a.account_id });
       await env.settle();
 
       const got = receiver.received.filter((r) => r.method === 'POST');

@@ -19,6 +19,7 @@ import {
 import { holdCredits, releaseExpiredCreditHolds } from '@sightline/core/messaging/credit-holds';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MessageResultResponse, NotEnoughCredits } from '../functions/api-full-request/route.ts';
+import { type FakeEngine, type FakeEngineOptions, fakeAiEngine } from './support/ai.ts';
 import { createTestEnv, fn, type Json, type TestEnv } from './support/app.ts';
 import { seedDirectAccount } from './support/seed.ts';
 import { seedConnectedUser, userHeaders } from './support/users.ts';
@@ -77,50 +78,8 @@ const SUMMARY: ResearchSummary = {
 /** Words 15, code points 71 (UTF-16 units 72: the emoji is two). */
 const MESSAGE = 'Hi Jane \u{1F44B},\n\nloved your talk on caf\u00e9 culture \u2014 shall we connect?  \u00c7a va?';
 
-type WriteInput = Parameters<AiEngine['writeMessage']>[0];
-type SummariseInput = Parameters<AiEngine['summariseResearch']>[0];
-
-interface FakeEngine extends AiEngine {
-  summarised: SummariseInput[];
-  written: WriteInput[];
-}
-
-function fakeEngine(
-  opts: {
-    message?: string;
-    gate?: Promise<void>;
-    onWrite?: () => void;
-    summaryGate?: Promise<void>;
-    onSummarise?: () => void;
-    failSummary?: boolean;
-    failMessage?: boolean;
-  } = {},
-): FakeEngine {
-  const summarised: SummariseInput[] = [];
-  const written: WriteInput[] = [];
-  return {
-    name: 'fake-engine',
-    summarised,
-    written,
-    async draftIcp() {
-      throw new Error('not used here');
-    },
-    async summariseResearch(input) {
-      summarised.push(input);
-      opts.onSummarise?.();
-      await opts.summaryGate;
-      if (opts.failSummary) throw new Error('summary model overloaded');
-      return { value: SUMMARY, engine: 'fake-engine' };
-    },
-    async writeMessage(input) {
-      written.push(input);
-      opts.onWrite?.();
-      await opts.gate;
-      if (opts.failMessage) throw new Error('message model refused');
-      return { value: { message: opts.message ?? MESSAGE }, engine: 'fake-engine' };
-    },
-  };
-}
+/** The fake engine, answering this file's summary and message unless a test says otherwise. */
+const fakeEngine = (opts: FakeEngineOptions = {}): FakeEngine => fakeAiEngine({ summary: SUMMARY, message: MESSAGE, ...opts });
 
 interface FakeResearch extends ProfileResearch {
   lookups: string[];

@@ -5,6 +5,7 @@ import { allowedMethodsAt, createHostApp, createNodeServer } from '@sightline/ho
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, fn, type TestEnv } from './support/app.ts';
 import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
+import { beacon } from './support/tracker.ts';
 
 /**
  * collect, the tracker's beacon: answered 202 at once with CORS on every answer, appending the event
@@ -17,7 +18,6 @@ let partnerKey = '';
 let site = { tracking_script_id: '', domain: '', child: '' };
 
 const VISITOR = '203.0.113.9';
-const socketOf = (address: string) => ({ incoming: { socket: { remoteAddress: address } } });
 
 /** The Origin a browser sends with a beacon from the page at `url` (the site's, for a body that names no page). */
 function originOf(url: unknown): string {
@@ -28,30 +28,13 @@ function originOf(url: unknown): string {
   }
 }
 
-/** A beacon as the tracker sends it: text/plain JSON from a visitor at `from`, with its page's Origin. */
-async function beacon(
-  target: TestEnv,
-  body: Record<string, unknown>,
-  opts: { from?: string; headers?: Record<string, string>; omit?: string[] } = {},
-) {
-  const headers = new Headers({
-    'content-type': 'text/plain;charset=UTF-8',
-    origin: originOf(body.url),
-    'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0',
-    ...opts.headers,
+/** A beacon as the tracker sends it (support/tracker.ts), from VISITOR unless `from` says, with its page's Origin. */
+const beaconTo = (target: TestEnv, body: Record<string, unknown>, opts: { from?: string; headers?: Record<string, string>; omit?: string[] } = {}) =>
+  beacon(target, body, {
+    from: opts.from ?? VISITOR,
+    headers: { origin: originOf(body.url), ...opts.headers },
+    ...(opts.omit ? { omit: opts.omit } : {}),
   });
-  for (const name of opts.omit ?? []) headers.delete(name);
-  const res = await target.app.request(
-    fn('collect'),
-    {
-      method: 'POST',
-      headers,
-      body: JSON.stringify(body),
-    },
-    socketOf(opts.from ?? VISITOR),
-  );
-  return { status: res.status, body: (await res.json()) as Record<string, unknown>, headers: res.headers };
-}
 
 const pageview = (extra: Record<string, unknown> = {}) => ({
   tracking_script_id: site.tracking_script_id,
@@ -84,7 +67,7 @@ afterAll(async () => {
 describe('collect', () => {
   it('appends a page view with the socket’s address and answers 202 with CORS headers', async () => {
     await env.db`delete from tracker_events`;
-    const res = await beacon(env, pageview());
+    const res = await beaconTo(env, pageview());
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ success: true });
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
@@ -95,14 +78,14 @@ describe('collect', () => {
 
   it('ignores an address in the body and a spoofed X-Forwarded-For when no proxy is trusted', async () => {
     await env.db`delete from tracker_events`;
-    await beacon(env, pageview({ ip: '8.8.8.8' }), { headers: { 'x-forwarded-for': '1.2.3.4' } });
+    await beaconTo(env, pageview({ ip: '8.8.8.8' }), { headers: { 'x-forwarded-for': '1.2.3.4' } });
     expect((await stored()).map((e) => e.ip)).toEqual([VISITOR]);
   });
 
   it('behind a trusted proxy, takes the first untrusted hop from the right, not the leftmost', async () => {
     const c = await createChildVia(behindProxy, (await seedPartner(behindProxy.deps)).key, { domain: uniqueDomain('proxied') });
     const body = { ...pageview(), tracking_script_id: c.website.tracking_script_id, url: `https://${c.website.domain}/` };
-    const res = await beacon(behindProxy, body, { from: '10.0.0.5', headers: { 'x-forwarded-for': '198.51.100.7, 203.0.113.50, 10.0.0.9' } });
+    const res = await beaconTo(behindProxy, body, { from: '10.0.0.5', headers: { 'x-forwarded-for': '198.51.100.7, 203.0.113.50, 10.0.0.9' } });
     expect(res.status).toBe(202);
     expect((await stored(behindProxy)).map((e) => e.ip)).toEqual(['203.0.113.50']);
   });
@@ -110,34 +93,34 @@ describe('collect', () => {
   it('takes pages on the website’s domain and its subdomains, and drops any other host quietly', async () => {
     await env.db`delete from tracker_events`;
     for (const url of [`https://www.${site.domain}/a`, `http://${site.domain.toUpperCase()}/b`]) {
-      expect((await beacon(env, pageview({ url }))).status).toBe(202);
+      expect((await beaconTo(env, pageview({ url }))).status).toBe(202);
     }
     for (const url of [`https://evil${site.domain}/`, 'https://elsewhere.example.org/', `ftp://${site.domain}/`, 'not a url']) {
-      expect((await beacon(env, pageview({ url }))).status).toBe(202);
+      expect((await beaconTo(env, pageview({ url }))).status).toBe(202);
     }
     expect((await stored()).map((e) => new URL(e.url).pathname)).toEqual(['/a', '/b']);
   });
 
   it('drops events for an unknown tracker, an inactive website and a revoked key; keeps a suspended child’s', async () => {
     await env.db`delete from tracker_events`;
-    expect((await beacon(env, pageview({ tracking_script_id: crypto.randomUUID() }))).status).toBe(202);
+    expect((await beaconTo(env, pageview({ tracking_script_id: crypto.randomUUID() }))).status).toBe(202);
     const inactive = await createChildVia(env, partnerKey, { domain: uniqueDomain('gone') });
     await env.db`update websites set status = 'inactive' where id = ${inactive.website.id}`;
-    await beacon(env, { ...pageview(), tracking_script_id: inactive.website.tracking_script_id, url: `https://${inactive.website.domain}/` });
+    await beaconTo(env, { ...pageview(), tracking_script_id: inactive.website.tracking_script_id, url: `https://${inactive.website.domain}/` });
     const revoked = await createChildVia(env, partnerKey, { domain: uniqueDomain('revoked') });
     await env.db`update api_keys set status = 'revoked' where id = ${revoked.child.api_key_id}`;
-    await beacon(env, { ...pageview(), tracking_script_id: revoked.website.tracking_script_id, url: `https://${revoked.website.domain}/` });
+    await beaconTo(env, { ...pageview(), tracking_script_id: revoked.website.tracking_script_id, url: `https://${revoked.website.domain}/` });
     expect(await stored()).toEqual([]);
     const suspended = await createChildVia(env, partnerKey, { domain: uniqueDomain('paused') });
     await env.db`update api_keys set status = 'suspended', suspended_reason = 'manual' where id = ${suspended.child.api_key_id}`;
-    await beacon(env, { ...pageview(), tracking_script_id: suspended.website.tracking_script_id, url: `https://${suspended.website.domain}/` });
+    await beaconTo(env, { ...pageview(), tracking_script_id: suspended.website.tracking_script_id, url: `https://${suspended.website.domain}/` });
     expect(await stored()).toHaveLength(1);
   });
 
   it('records bots (by user agent, or automation the browser admits) as bots, never to identify', async () => {
     await env.db`delete from tracker_events`;
-    await beacon(env, pageview(), { headers: { 'user-agent': 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' } });
-    await beacon(env, pageview({ webdriver: true }));
+    await beaconTo(env, pageview(), { headers: { 'user-agent': 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' } });
+    await beaconTo(env, pageview({ webdriver: true }));
     expect((await stored()).map((e) => [e.is_bot, e.queued])).toEqual([
       [true, false],
       [true, false],
@@ -146,9 +129,9 @@ describe('collect', () => {
 
   it('stores a beacon without a User-Agent, or with an empty one, as a bot’s: no browser sends none', async () => {
     await env.db`delete from tracker_events`;
-    await beacon(env, pageview({ session_id: 'no-ua' }), { omit: ['user-agent'] });
-    await beacon(env, pageview({ session_id: 'empty-ua' }), { headers: { 'user-agent': '' } });
-    await beacon(env, pageview({ session_id: 'blank-ua' }), { headers: { 'user-agent': '  ' } });
+    await beaconTo(env, pageview({ session_id: 'no-ua' }), { omit: ['user-agent'] });
+    await beaconTo(env, pageview({ session_id: 'empty-ua' }), { headers: { 'user-agent': '' } });
+    await beaconTo(env, pageview({ session_id: 'blank-ua' }), { headers: { 'user-agent': '  ' } });
     expect((await stored()).map((e) => [e.is_bot, e.queued])).toEqual([
       [true, false],
       [true, false],
@@ -159,19 +142,19 @@ describe('collect', () => {
   it('applies an engagement beacon once however often it is sent, and refuses absurd or incomplete ones', async () => {
     await env.db`delete from tracker_events`;
     const engaged = pageview({ type: 'engagement', active_ms: 12_000, beacon_id: 'b-1' });
-    expect((await beacon(env, engaged)).status).toBe(202);
-    expect((await beacon(env, engaged)).status).toBe(202);
+    expect((await beaconTo(env, engaged)).status).toBe(202);
+    expect((await beaconTo(env, engaged)).status).toBe(202);
     expect((await stored()).map((e) => [e.kind, e.active_ms])).toEqual([['engagement', 12_000]]);
-    const absurd = await beacon(env, pageview({ type: 'engagement', active_ms: 31 * 60_000, beacon_id: 'b-2' }));
+    const absurd = await beaconTo(env, pageview({ type: 'engagement', active_ms: 31 * 60_000, beacon_id: 'b-2' }));
     expect(absurd.status).toBe(400);
     expect(absurd.headers.get('access-control-allow-origin')).toBe('*');
-    expect((await beacon(env, pageview({ type: 'engagement', beacon_id: 'b-3' }))).body.error).toMatch(/active_ms/);
+    expect((await beaconTo(env, pageview({ type: 'engagement', beacon_id: 'b-3' }))).body.error).toMatch(/active_ms/);
     expect(await stored()).toHaveLength(1);
   });
 
   it('drops engaged time a page view carries: only engagement beacons add time, once each', async () => {
     await env.db`delete from tracker_events`;
-    const res = await beacon(env, pageview({ active_ms: 5_000, beacon_id: 'pv-1' }));
+    const res = await beaconTo(env, pageview({ active_ms: 5_000, beacon_id: 'pv-1' }));
     expect(res.status).toBe(202);
     expect((await stored()).map((e) => [e.kind, e.active_ms])).toEqual([['pageview', null]]);
   });
@@ -196,40 +179,40 @@ describe('collect judges the browser’s Origin (or Referer) by the rule the pag
 
   it('drops a beacon whose url is on the website but whose Origin is not', async () => {
     await env.db`delete from tracker_events`;
-    expect((await beacon(env, pageview(), { headers: { origin: FOREIGN } })).status).toBe(202);
-    expect((await beacon(env, pageview(), { headers: { origin: `https://evil${site.domain}` } })).status).toBe(202);
+    expect((await beaconTo(env, pageview(), { headers: { origin: FOREIGN } })).status).toBe(202);
+    expect((await beaconTo(env, pageview(), { headers: { origin: `https://evil${site.domain}` } })).status).toBe(202);
     // A bot's beacon goes straight to the append (nothing to budget), which holds the same rule.
-    expect((await beacon(env, pageview({ webdriver: true }), { headers: { origin: FOREIGN } })).status).toBe(202);
+    expect((await beaconTo(env, pageview({ webdriver: true }), { headers: { origin: FOREIGN } })).status).toBe(202);
     expect(await stored()).toEqual([]);
   });
 
   it('drops one with no Origin whose Referer is foreign', async () => {
     await env.db`delete from tracker_events`;
-    const res = await beacon(env, pageview(), { omit: ['origin'], headers: { referer: `${FOREIGN}/page.html` } });
+    const res = await beaconTo(env, pageview(), { omit: ['origin'], headers: { referer: `${FOREIGN}/page.html` } });
     expect(res.status).toBe(202);
     expect(await stored()).toEqual([]);
   });
 
   it('drops an opaque origin (Origin: null: a sandboxed iframe, a file:// page), which any page can make a browser send', async () => {
     await env.db`delete from tracker_events`;
-    expect((await beacon(env, pageview(), { headers: { origin: 'null' } })).status).toBe(202);
-    expect((await beacon(env, pageview(), { omit: ['origin'], headers: { referer: 'file:///tmp/x.html' } })).status).toBe(202);
+    expect((await beaconTo(env, pageview(), { headers: { origin: 'null' } })).status).toBe(202);
+    expect((await beaconTo(env, pageview(), { omit: ['origin'], headers: { referer: 'file:///tmp/x.html' } })).status).toBe(202);
     expect(await stored()).toEqual([]);
   });
 
   it('stores a beacon whose Origin, or Referer without one, is the website or a subdomain (the Origin decides when both are sent)', async () => {
     await env.db`delete from tracker_events`;
-    await beacon(env, pageview({ session_id: 'o-1' }), { headers: { origin: `https://${site.domain}` } });
-    await beacon(env, pageview({ session_id: 'o-2' }), { headers: { origin: `https://www.${site.domain}:8443` } });
-    await beacon(env, pageview({ session_id: 'o-3' }), { omit: ['origin'], headers: { referer: `https://${site.domain}/pricing?x=1` } });
-    await beacon(env, pageview({ session_id: 'o-4' }), { headers: { origin: `https://${site.domain}`, referer: `${FOREIGN}/` } });
+    await beaconTo(env, pageview({ session_id: 'o-1' }), { headers: { origin: `https://${site.domain}` } });
+    await beaconTo(env, pageview({ session_id: 'o-2' }), { headers: { origin: `https://www.${site.domain}:8443` } });
+    await beaconTo(env, pageview({ session_id: 'o-3' }), { omit: ['origin'], headers: { referer: `https://${site.domain}/pricing?x=1` } });
+    await beaconTo(env, pageview({ session_id: 'o-4' }), { headers: { origin: `https://${site.domain}`, referer: `${FOREIGN}/` } });
     expect(await stored()).toHaveLength(4);
   });
 
   it('judges a beacon with neither header (not a browser) by its url alone, as before', async () => {
     await env.db`delete from tracker_events`;
-    await beacon(env, pageview({ session_id: 'n-1' }), { omit: ['origin'] });
-    await beacon(env, pageview({ session_id: 'n-2', url: `${FOREIGN}/` }), { omit: ['origin'] });
+    await beaconTo(env, pageview({ session_id: 'n-1' }), { omit: ['origin'] });
+    await beaconTo(env, pageview({ session_id: 'n-2', url: `${FOREIGN}/` }), { omit: ['origin'] });
     expect((await stored()).map((e) => e.url)).toEqual([`https://${site.domain}/pricing`]);
   });
 
@@ -245,8 +228,8 @@ describe('collect judges the browser’s Origin (or Referer) by the rule the pag
       url: `https://www.${c.website.domain}/`,
     });
     // The website's own domain is not on the list: its Origin is refused like its url would be.
-    await beacon(env, body('l-1'), { headers: { origin: `https://${c.website.domain}` } });
-    await beacon(env, body('l-2'), { headers: { origin: `https://www.${c.website.domain}` } });
+    await beaconTo(env, body('l-1'), { headers: { origin: `https://${c.website.domain}` } });
+    await beaconTo(env, body('l-2'), { headers: { origin: `https://www.${c.website.domain}` } });
     expect((await stored()).map((e) => e.url)).toEqual([`https://www.${c.website.domain}/`]);
   });
 });
@@ -288,7 +271,7 @@ describe('collect’s group commit', () => {
     const N = 60;
     const seen = await Promise.all(
       Array.from({ length: N }, async (_, i) => {
-        const res = await beacon(env, pageview({ session_id: `gc-${i}` }));
+        const res = await beaconTo(env, pageview({ session_id: `gc-${i}` }));
         // Read at once, on another connection: the 202 came after the commit, not before.
         const [row] = await env.db<{ n: number }>`select count(*)::int as n from tracker_events where session_id = ${`gc-${i}`}`;
         return [res.status, row?.n];
@@ -303,7 +286,7 @@ describe('collect’s group commit', () => {
     await env.db`delete from tracker_events`;
     const copies = Array.from({ length: 48 }, (_, i) => (i * 7) % 6);
     const statuses = await Promise.all(
-      copies.map((b) => beacon(env, pageview({ type: 'engagement', session_id: 'gc-dup', beacon_id: `b-${b}`, active_ms: 4_000 + b }))),
+      copies.map((b) => beaconTo(env, pageview({ type: 'engagement', session_id: 'gc-dup', beacon_id: `b-${b}`, active_ms: 4_000 + b }))),
     );
     expect(statuses.every((r) => r.status === 202)).toBe(true);
     const rows = await env.db<{ beacon_id: string; active_ms: number }>`

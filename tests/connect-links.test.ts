@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { CONNECT_LINK_COMPLETIONS, CONNECT_LINK_TTL_DAYS, createCoreDeps, randomBase62, type Sql, silentLogger } from '@sightline/core';
+import { CONNECT_LINK_COMPLETIONS, CONNECT_LINK_TTL_DAYS, createMemoryRateLimiter, randomBase62, type Sql } from '@sightline/core';
 import { createHostApp, runOperatorCommand } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { call, createTestEnv, type Json, socketPeer, type TestEnv } from './support/app.ts';
 import { checkDocumentedResponse, openapiDocument } from './support/openapi-check.ts';
 import { seedDirectAccount } from './support/seed.ts';
 import { snapshot } from './support/snapshot.ts';
@@ -295,16 +295,13 @@ describe('api-complete-connect-link', () => {
 });
 
 describe('api-complete-connect-link’s rate limit', () => {
-  /** The app as production builds it: createCoreDeps' own completion limiter, not the suite's generous one. */
-  const limitedApp = () => {
-    const { connectLinkRateLimiter } = createCoreDeps({ db: env.db, keyring: env.deps.keyring, webhooks: env.deps.webhooks, log: silentLogger });
-    return createHostApp({ ...env.deps, connectLinkRateLimiter });
-  };
+  /** The app with the completion limit production builds without Redis, not the suite's generous one. */
+  const limitedApp = () => createHostApp({ ...env.deps, connectLinkRateLimiter: createMemoryRateLimiter(CONNECT_LINK_COMPLETIONS) });
   /** A completion from `address`, as the Node server hands the socket's peer to the app; checked against the document. */
   const completeFrom = async (app: ReturnType<typeof createHostApp>, address: string, body: Json) => {
     const url = 'http://localhost/functions/v1/api-complete-connect-link';
     const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
-    const res = await app.request(url, init, { incoming: { socket: { remoteAddress: address } } });
+    const res = await app.request(url, init, socketPeer(address));
     await checkDocumentedResponse(url, 'POST', res.clone());
     return { status: res.status, headers: res.headers, body: (await res.json()) as Json };
   };

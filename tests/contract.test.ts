@@ -11,7 +11,7 @@ import {
 import { createHostApp } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allFunctions } from '../functions/index.ts';
-import { call, createTestEnv, fn, type TestEnv } from './support/app.ts';
+import { call, createTestEnv, fn, socketPeer, type TestEnv } from './support/app.ts';
 import { actsAsUser, isPartnerRoute } from './support/routes.ts';
 import { seedDirectAccount, seedDirectKey, seedPartner } from './support/seed.ts';
 import { seedConnectedUser } from './support/users.ts';
@@ -304,9 +304,7 @@ async function failingDatabase(def: FunctionDefinition, error: Error): Promise<{
   const init: RequestInit = readsJson(def)
     ? { method: def.method, headers: { ...headers, 'content-type': 'application/json' }, body }
     : { method: def.method, headers };
-  const res = await app.request(`http://localhost${addressOf(def, 'tracker.js')}`, init, {
-    incoming: { socket: { remoteAddress: '203.0.113.9' } },
-  });
+  const res = await app.request(`http://localhost${addressOf(def, 'tracker.js')}`, init, socketPeer('203.0.113.9'));
   if (res.status === 503) expect(res.headers.get('retry-after')).toBe('5');
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }

@@ -6,7 +6,7 @@
  * and the same invariants must hold.
  */
 
-import { runCreditReload, startCreditReload } from '@sightline/core';
+import { runCreditReload, startAfterWork } from '@sightline/core';
 import { runOperatorCommand } from '@sightline/host';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
@@ -52,7 +52,7 @@ async function reloadingAccount(opts: { balance: number; threshold: number; amou
 /** One debit as the charging paths make it: in its own transaction, then the claimed reload off the request path. */
 async function debit(accountId: string, amount: number): Promise<boolean> {
   const [row] = await env.db<{ reload: boolean }>`select sl_debit_credits(${accountId}, 'message', ${amount}, null, null) as reload`;
-  if (row?.reload) startCreditReload(env.deps, accountId);
+  if (row?.reload) startAfterWork(env.deps, 'credit-reload', { accountId });
   return row?.reload === true;
 }
 

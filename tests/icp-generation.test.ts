@@ -1,17 +1,8 @@
 import { createHmac } from 'node:crypto';
-import {
-  type AiEngine,
-  AiEngineError,
-  builtinEngine,
-  createIcp,
-  generateIcps,
-  type IcpDraft,
-  MAX_GENERATION_ATTEMPTS,
-  type ProductFacts,
-  workIcpQueue,
-} from '@sightline/core';
+import { AiEngineError, builtinEngine, createIcp, generateIcps, type IcpDraft, MAX_GENERATION_ATTEMPTS, workIcpQueue } from '@sightline/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { IcpResponse } from '../functions/api-icp-action/route.ts';
+import { type FakeEngine, fakeAiEngine } from './support/ai.ts';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { createIcpVia, type IcpAccount, icpAction, seedIcpAccount } from './support/icps.ts';
 import { startReceiver } from './support/receiver.ts';
@@ -35,23 +26,12 @@ const DRAFT: IcpDraft = {
   company_characteristics: { employee_ranges: ['51-200'], countries: ['GB'] },
 };
 
-interface FakeCall {
-  product: ProductFacts;
-  given: Partial<IcpDraft>;
-}
+type FakeCall = FakeEngine['drafted'][number];
 
-/** An engine that answers what `answer` says, and records what it was asked. */
-function fakeEngine(answer: (call: FakeCall, n: number) => Promise<unknown>) {
-  const calls: FakeCall[] = [];
-  const engine: AiEngine = {
-    ...builtinEngine,
-    name: 'fake:model-1',
-    async draftIcp(input) {
-      calls.push(input);
-      return { value: (await answer(input, calls.length)) as IcpDraft, engine: 'fake:model-1' };
-    },
-  };
-  return { engine, calls };
+/** An engine that drafts what `answer` says (support/ai.ts), and the drafts it was asked for. */
+function draftingEngine(answer: (call: FakeCall, n: number) => Promise<unknown>) {
+  const engine = fakeAiEngine({ name: 'fake:model-1', draft: answer });
+  return { engine, calls: engine.drafted };
 }
 
 beforeAll(async () => {
@@ -102,7 +82,7 @@ async function accountEvents(name: string): Promise<Json[]> {
 
 describe('a successful draft', () => {
   it('fills only the fields the caller left out, records the engine, and tells the account', async () => {
-    const fake = fakeEngine(async () => DRAFT);
+    const fake = draftingEngine(async () => DRAFT);
     env.deps.ai = fake.engine;
     const id = await queue({ name: 'Caller name', job_titles: ['VP of Sales'], company_characteristics: { countries: ['US'] } });
     expect(await generateIcps({ ctx: env.deps, input: {} })).toEqual({ generated: 1, retrying: 0, failed: 0, claims: 1 });
@@ -144,7 +124,7 @@ describe('a successful draft', () => {
   });
 
   it('asks no engine when the caller gave every field: generated_by is caller', async () => {
-    const fake = fakeEngine(async () => DRAFT);
+    const fake = draftingEngine(async () => DRAFT);
     env.deps.ai = fake.engine;
     const { name, description, job_titles, pain_points, value_drivers, industry_focus, company_characteristics } = DRAFT;
     const id = await queue({ name, description, job_titles, pain_points, value_drivers, industry_focus, company_characteristics });
@@ -156,7 +136,7 @@ describe('a successful draft', () => {
 
 describe('failures', () => {
   it('a failure that may pass is retried a minute later, and the retry succeeds', async () => {
-    const fake = fakeEngine(async (_c, n) => {
+    const fake = draftingEngine(async (_c, n) => {
       if (n === 1) throw new AiEngineError('the model answered 503', true);
       return DRAFT;
     });
@@ -176,7 +156,7 @@ describe('failures', () => {
   });
 
   it('backs off 1, 5 and 30 minutes, then the last attempt ends failed with the reason', async () => {
-    const fake = fakeEngine(async () => {
+    const fake = draftingEngine(async () => {
       throw new AiEngineError('the model timed out after 30 s', true);
     });
     env.deps.ai = fake.engine;
@@ -197,7 +177,7 @@ describe('failures', () => {
   });
 
   it('a failure no retry cures ends failed at once, with the reason, and the account hears of it; regenerate starts again', async () => {
-    env.deps.ai = fakeEngine(async () => {
+    env.deps.ai = draftingEngine(async () => {
       throw new AiEngineError('the model refused: content policy', false);
     }).engine;
     const id = await queue();
@@ -211,7 +191,7 @@ describe('failures', () => {
     const listed = ((await icpAction(env, acct, { action: 'list_icps' })).body.data as Json[]).find((i) => i.id === id);
     expect(listed).toMatchObject({ workflow_status: 'failed', failure_reason: 'the model refused: content policy', generated_by: null });
 
-    env.deps.ai = fakeEngine(async () => DRAFT).engine;
+    env.deps.ai = draftingEngine(async () => DRAFT).engine;
     const again = await icpAction(env, acct, { action: 'regenerate_icp', icp_id: id });
     expect(again.body).toMatchObject({ workflow_status: 'generating', failure_reason: null });
     await env.settle(); // the kick after regenerate
@@ -219,7 +199,7 @@ describe('failures', () => {
   });
 
   it('a draft that does not validate counts as a failed attempt, retried', async () => {
-    env.deps.ai = fakeEngine(async () => ({ ...DRAFT, job_titles: 'not a list' })).engine;
+    env.deps.ai = draftingEngine(async () => ({ ...DRAFT, job_titles: 'not a list' })).engine;
     const id = await queue();
     expect(await generateIcps({ ctx: env.deps, input: {} })).toMatchObject({ retrying: 1 });
     expect(await icpRow(id)).toMatchObject({ workflow_status: 'generating', generation_attempts: 1 });
@@ -227,7 +207,7 @@ describe('failures', () => {
   });
 
   it('a draft holding text Postgres cannot store (NUL) counts as a failed attempt, not a stuck ICP', async () => {
-    env.deps.ai = fakeEngine(async () => ({ ...DRAFT, description: 'bad \u0000 text' })).engine;
+    env.deps.ai = draftingEngine(async () => ({ ...DRAFT, description: 'bad \u0000 text' })).engine;
     const id = await queue();
     expect(await generateIcps({ ctx: env.deps, input: {} })).toMatchObject({ retrying: 1 });
     expect(await icpRow(id)).toMatchObject({ workflow_status: 'generating', generation_attempts: 1 });
@@ -238,7 +218,7 @@ describe('failures', () => {
 
 describe('leases', () => {
   it('workers that each died mid-attempt use the attempts up: past the limit the ICP ends failed, not retried forever', async () => {
-    env.deps.ai = fakeEngine(async () => DRAFT).engine;
+    env.deps.ai = draftingEngine(async () => DRAFT).engine;
     const id = await queue();
     // MAX_GENERATION_ATTEMPTS workers claimed it and died (their leases ran out, nothing settled).
     for (let i = 0; i < MAX_GENERATION_ATTEMPTS; i++) {
@@ -250,7 +230,7 @@ describe('leases', () => {
   });
 
   it('a worker that died holding a claim is taken over once its lease runs out', async () => {
-    env.deps.ai = fakeEngine(async () => DRAFT).engine;
+    env.deps.ai = draftingEngine(async () => DRAFT).engine;
     const id = await queue();
     // The dead worker: it claimed with a 50 ms lease and never settled.
     const [dead] = await env.db<{ id: string; attempt: number }>`select * from sl_claim_icp_generations(10, 50)`;
@@ -262,7 +242,7 @@ describe('leases', () => {
   });
 
   it('a settle from a worker whose claim was taken over changes nothing', async () => {
-    env.deps.ai = fakeEngine(async () => DRAFT).engine;
+    env.deps.ai = draftingEngine(async () => DRAFT).engine;
     const id = await queue();
     await generateIcps({ ctx: env.deps, input: {} });
     const [late] = await env.db<{ settled: boolean }>`

@@ -9,6 +9,7 @@ import type { IpProvider, ProviderAnswer, TrafficType } from '@sightline/core/ip
 import { delay, HttpResponse, http } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { pdlIpRecord } from './support/pdl.ts';
 
 /*
  * Third-party answers in the shapes their documentation shows: IPinfo's full response (company, asn,
@@ -225,31 +226,6 @@ const PDL_IP = 'https://api.peopledatalabs.com/v5/ip/enrich';
 const PDL_SEARCH = 'https://api.peopledatalabs.com/v5/person/search';
 const searches: unknown[] = [];
 
-function pdlIpRecord(ip: string, metadata: Record<string, unknown>, company: Record<string, unknown> | null): Record<string, unknown> {
-  return {
-    status: 200,
-    data: {
-      ip: {
-        address: ip,
-        metadata: {
-          version: 4,
-          mobile: false,
-          hosting: false,
-          proxy: false,
-          tor: false,
-          vpn: false,
-          relay: false,
-          service: null,
-          asn_domain: null,
-          ...metadata,
-        },
-        location: { name: 'Phoenix, Arizona, United States', country: 'United States', continent: 'North America' },
-      },
-      ...(company ? { company } : {}),
-    },
-  };
-}
-
 const pdlHandlers = [
   http.get(PDL_IP, async ({ request }) => {
     if (request.headers.get('x-api-key') !== KEYS.pdl)
@@ -259,19 +235,28 @@ const pdlHandlers = [
     switch (ip) {
       case IP.acme:
         return HttpResponse.json(
-          pdlIpRecord(
-            ip,
-            {},
-            { confidence: 'High', id: 'tnHcNHbCv8MKeLh92946LAkX6PKg', website: 'acme.com', name: 'acme', display_name: 'Acme', employee_count: 120 },
-          ),
+          pdlIpRecord(ip, {
+            company: {
+              confidence: 'High',
+              id: 'tnHcNHbCv8MKeLh92946LAkX6PKg',
+              website: 'acme.com',
+              name: 'acme',
+              display_name: 'Acme',
+              employee_count: 120,
+            },
+          }),
         );
       case IP.fuzzy:
-        return HttpResponse.json(pdlIpRecord(ip, {}, { confidence: 'moderate', website: 'globex.com', name: 'globex', display_name: 'Globex' }));
+        return HttpResponse.json(
+          pdlIpRecord(ip, { company: { confidence: 'moderate', website: 'globex.com', name: 'globex', display_name: 'Globex' } }),
+        );
       case IP.vpn:
-        return HttpResponse.json(pdlIpRecord(ip, { vpn: true, service: 'nordvpn' }, { confidence: 'low', website: 'nordvpn.com', name: 'nordvpn' }));
+        return HttpResponse.json(
+          pdlIpRecord(ip, { metadata: { vpn: true, service: 'nordvpn' }, company: { confidence: 'low', website: 'nordvpn.com', name: 'nordvpn' } }),
+        );
       case IP.mixed:
         await delay(1_000);
-        return HttpResponse.json(pdlIpRecord(ip, {}, { confidence: 'high', website: 'acme.com', name: 'acme' }));
+        return HttpResponse.json(pdlIpRecord(ip, { company: { confidence: 'high', website: 'acme.com', name: 'acme' } }));
       case IP.down:
         return HttpResponse.json({ status: 500, error: { type: 'server_error', message: 'Something went wrong' } }, { status: 500 });
       default:

@@ -11,7 +11,7 @@ import { AppError, authenticateKey, type ConsumeResult, consumeIdentification, r
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
-import { seedPartner, uniqueDomain } from './support/seed.ts';
+import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -28,13 +28,9 @@ interface Child {
   key: string;
 }
 
-async function createChild(p: Partner, quota: number): Promise<Child> {
-  const res = await call(env, 'partner-create-child-key', {
-    key: p.key,
-    body: { name: 'Concurrent child', domain: uniqueDomain('conc'), monthly_id_quota: quota },
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  const child = res.body.child as { api_key_id: string; key: string };
+/** A child of `p` with `quota` IDs a month, created through the API (support/seed.ts). */
+async function childWithQuota(p: Partner, quota: number): Promise<Child> {
+  const { child } = await createChildVia(env, p.key, { name: 'Concurrent child', domain: uniqueDomain('conc'), monthly_id_quota: quota });
   return { id: child.api_key_id, key: child.key };
 }
 
@@ -175,7 +171,7 @@ describe('test harness', () => {
 describe('consumption: quota first, then top-up, never more than quota + top-up', () => {
   it('200 concurrent identifications on a child with quota 50 and top-up 25 consume exactly 75 IDs (50 quota-funded from the pool, then 25 top-up), suspend it once, and emit one throttled consumption event', async () => {
     const p = await seedPartner(env.deps, { quota: 1000, topup: 25 });
-    const child = await createChild(p, 50);
+    const child = await childWithQuota(p, 50);
     const gift = await call(env, 'partner-transfer-topup', { key: p.key, body: { child_api_key_id: child.id, amount: 25 } });
     expect(gift.status).toBe(200);
     const poolBefore = await poolOf(p.account_id);
@@ -245,7 +241,7 @@ describe('transfers racing consumption: both balances change or neither, and not
     const OK = 30;
     const T0 = AMOUNT * OK + 2;
     const p = await seedPartner(env.deps, { quota: 1000, topup: T0 });
-    const child = await createChild(p, 0);
+    const child = await childWithQuota(p, 0);
     const poolBefore = await poolOf(p.account_id);
     expect(poolBefore.topup_balance).toBe(T0);
 
@@ -371,11 +367,11 @@ describe('period rollover', () => {
 
   /** Children in every state the sweep treats differently. */
   async function makeChildren(p: Partner) {
-    const exhausted = await createChild(p, 2);
+    const exhausted = await childWithQuota(p, 2);
     await consumeSequentially(exhausted.id, 2);
     expect(await childState(exhausted.id)).toMatchObject({ status: 'suspended', suspended_reason: 'quota_exhausted' });
 
-    const decreased = await createChild(p, 10);
+    const decreased = await childWithQuota(p, 10);
     await consumeSequentially(decreased.id, 3);
     const dec = await call(env, 'partner-update-child', { key: p.key, body: { child_api_key_id: decreased.id, monthly_id_quota: 4 } });
     expect(dec.status).toBe(200);
@@ -383,13 +379,13 @@ describe('period rollover', () => {
     // A queued decrease is not announced until it applies.
     expect(await eventsOf(decreased.id, 'child.updated')).toEqual([]);
 
-    const manual = await createChild(p, 10);
+    const manual = await childWithQuota(p, 10);
     await consumeSequentially(manual.id, 1);
     const sus = await call(env, 'partner-update-child', { key: p.key, body: { child_api_key_id: manual.id, status: 'suspended' } });
     expect(sus.status).toBe(200);
     expect(await childState(manual.id)).toMatchObject({ status: 'suspended', suspended_reason: 'manual' });
 
-    const plain = await createChild(p, 5);
+    const plain = await childWithQuota(p, 5);
     await consumeSequentially(plain.id, 1);
     return { exhausted, decreased, manual, plain };
   }
@@ -445,9 +441,9 @@ describe('period rollover', () => {
   it('concurrent sweeps roll each due child and pool exactly once: new end = max(previous end, now) + 30 days, period_rolled before reactivated, manual suspension kept, queued decrease applied', async () => {
     const p = await seedPartner(env.deps, { quota: 1000 });
     const c = await makeChildren(p);
-    const farPast = await createChild(p, 7);
-    const boundary = await createChild(p, 7);
-    const notYet = await createChild(p, 7);
+    const farPast = await childWithQuota(p, 7);
+    const boundary = await childWithQuota(p, 7);
+    const notYet = await childWithQuota(p, 7);
     // A monthly-invoice pool with overage, due too: its invoice must be written once.
     const invoicing = await seedPartner(env.deps, { billing: 'invoice_monthly', quota: 10, card: 'pm_card_visa', perIdPence: 2 });
 
@@ -557,7 +553,7 @@ describe('period rollover', () => {
 describe('key rotation racing requests with the old key', () => {
   it('every authentication with the old key that starts after partner-rotate-child-key returned is 401, and the new key authenticates', async () => {
     const p = await seedPartner(env.deps, { quota: 1000 });
-    const child = await createChild(p, 10);
+    const child = await childWithQuota(p, 10);
 
     type Result = 'ok' | 401 | 'other';
     interface Attempt {

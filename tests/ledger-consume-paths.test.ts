@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { eventsOf, names } from './support/events.ts';
-import { createChildVia, seedDirectAccount, seedDirectKey, seedPartner } from './support/seed.ts';
+import { createChildVia, seedDirectAccount, seedDirectKey, seedPartner, seedPartnerWithChild } from './support/seed.ts';
 import { snapshot } from './support/snapshot.ts';
 
 let env: TestEnv;
@@ -55,13 +55,17 @@ const ledgerOf = (key: string) =>
   env.db<{ pool_id: string | null; child_source: string | null; pool_source: string | null }>`
     select pool_id, child_source, pool_source from id_ledger where child_api_key_id = ${key} order by id`;
 
-async function partnerWithChild(opts: { poolQuota?: number; poolTopup?: number; invoice?: boolean; quota: number }) {
-  const p = await seedPartner(env.deps, {
-    quota: opts.poolQuota ?? 1000,
-    topup: opts.poolTopup ?? 0,
-    ...(opts.invoice ? { billing: 'invoice_monthly' as const, perIdPence: 2, card: 'pm_card_visa' } : {}),
-  });
-  const c = await createChildVia(env, p.key, { monthly_id_quota: opts.quota });
+/** A child on its partner's pool (support/seed.ts), and the pool's id. */
+async function childOnPool(opts: { poolQuota?: number; poolTopup?: number; invoice?: boolean; quota: number }) {
+  const { partner: p, created: c } = await seedPartnerWithChild(
+    env,
+    {
+      quota: opts.poolQuota ?? 1000,
+      topup: opts.poolTopup ?? 0,
+      ...(opts.invoice ? { billing: 'invoice_monthly' as const, perIdPence: 2, card: 'pm_card_visa' } : {}),
+    },
+    { monthly_id_quota: opts.quota },
+  );
   const [pool] = await env.db<{ id: string }>`select id from pools where account_id = ${p.account_id}`;
   return { p, id: c.child.api_key_id, poolId: pool?.id ?? '' };
 }
@@ -76,7 +80,7 @@ const gift = async (partnerKey: string, child: string, amount: number) => {
 
 describe('consumption: which source funds the ID', () => {
   it('the child quota draws on the pool quota, then on the pool top-up once the pool quota is used', async () => {
-    const { id, poolId } = await partnerWithChild({ poolQuota: 2, poolTopup: 3, quota: 10 });
+    const { id, poolId } = await childOnPool({ poolQuota: 2, poolTopup: 3, quota: 10 });
     const results = [];
     for (let i = 0; i < 4; i++) results.push(await consume(id));
     expect(results.map((r) => [r.outcome, r.child_source, r.pool_source])).toEqual([
@@ -95,14 +99,14 @@ describe('consumption: which source funds the ID', () => {
   });
 
   it('a monthly-invoice pool goes over: the ID is overage, counted in usage and in overage', async () => {
-    const { id } = await partnerWithChild({ poolQuota: 1, invoice: true, quota: 5 });
+    const { id } = await childOnPool({ poolQuota: 1, invoice: true, quota: 5 });
     expect((await consume(id)).pool_source).toBe('quota');
     expect(await consume(id)).toMatchObject({ outcome: 'consumed', child_source: 'quota', pool_source: 'overage' });
     expect(await stateOf(id)).toMatchObject({ used: 2, pool_used: 2, pool_overage: 1 });
   });
 
   it('an empty prepaid pool leaves the quota unused and spends the child’s own top-up instead (no pool row)', async () => {
-    const { p, id, poolId } = await partnerWithChild({ poolTopup: 2, quota: 5 });
+    const { p, id, poolId } = await childOnPool({ poolTopup: 2, quota: 5 });
     await gift(p.key, id, 2);
     await emptyPool(poolId);
     expect(await consume(id)).toMatchObject({ outcome: 'consumed', child_source: 'topup', pool_source: null });
@@ -111,7 +115,7 @@ describe('consumption: which source funds the ID', () => {
   });
 
   it('an empty prepaid pool and no top-up: pool_exhausted, nothing changes and the child is not suspended', async () => {
-    const { id, poolId } = await partnerWithChild({ quota: 5 });
+    const { id, poolId } = await childOnPool({ quota: 5 });
     await emptyPool(poolId);
     const before = await snapshot(env.db);
     expect(await consumeRow(id)).toMatchObject({
@@ -126,7 +130,7 @@ describe('consumption: which source funds the ID', () => {
   });
 
   it('the child’s top-up after its quota: one throttled consumption event, and the last ID suspends', async () => {
-    const { p, id } = await partnerWithChild({ poolTopup: 3, quota: 1 });
+    const { p, id } = await childOnPool({ poolTopup: 3, quota: 1 });
     await gift(p.key, id, 3);
     const results = [];
     for (let i = 0; i < 4; i++) results.push(await consumeRow(id));
@@ -151,7 +155,7 @@ describe('consumption: which source funds the ID', () => {
   });
 
   it('a consumption event again once the last one is more than 5 minutes old', async () => {
-    const { p, id } = await partnerWithChild({ poolTopup: 5, quota: 0 });
+    const { p, id } = await childOnPool({ poolTopup: 5, quota: 0 });
     await gift(p.key, id, 5);
     await consume(id);
     await consume(id);
@@ -175,7 +179,7 @@ describe('consumption: which source funds the ID', () => {
 
 describe('refusals change nothing', () => {
   it('a key the partner suspended or revoked is refused with its status even with quota and top-up left', async () => {
-    const { p, id } = await partnerWithChild({ poolTopup: 2, quota: 5 });
+    const { p, id } = await childOnPool({ poolTopup: 2, quota: 5 });
     await gift(p.key, id, 2);
     for (const status of ['suspended', 'revoked'] as const) {
       const res = await call(env, 'partner-update-child', { key: p.key, body: { child_api_key_id: id, status } });
@@ -195,9 +199,9 @@ describe('refusals change nothing', () => {
   });
 
   it('a canceled subscription, a paused child (quota 0), a direct key of another account and an unknown key', async () => {
-    const { id: canceled } = await partnerWithChild({ quota: 5 });
+    const { id: canceled } = await childOnPool({ quota: 5 });
     await env.db`update child_subscriptions set status = 'canceled' where api_key_id = ${canceled}`;
-    const { id: paused } = await partnerWithChild({ quota: 0 });
+    const { id: paused } = await childOnPool({ quota: 0 });
     const direct = await seedDirectAccount(env.deps);
     const before = await snapshot(env.db);
     expect((await consume(canceled)).outcome).toBe('canceled');
@@ -244,7 +248,7 @@ describe('a partner suspension racing consumption', () => {
   it.skipIf(!usingPostgres)(
     'no identification that starts after partner-update-child (status suspended) returned is consumed, and every consumed one has its ledger row',
     async () => {
-      const { p, id } = await partnerWithChild({ quota: 100_000 });
+      const { p, id } = await childOnPool({ quota: 100_000 });
       let returned = false;
       let stop = false;
       const after: ConsumeResult[] = [];

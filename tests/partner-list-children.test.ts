@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
-import { seedPartner, uniqueDomain } from './support/seed.ts';
+import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
 
 let env: TestEnv;
 let partner: Awaited<ReturnType<typeof seedPartner>>;
@@ -9,21 +9,18 @@ const ids: Record<string, string> = {};
 
 const list = (query: Record<string, string> = {}, key = partner.key) => call(env, 'partner-list-children', { key, query });
 
-async function createChild(key: string, name: string, extra: Json = {}) {
-  const res = await call(env, 'partner-create-child-key', { key, body: { name, domain: uniqueDomain(), ...extra } });
-  expect(res.status).toBe(201);
-  return res.body as { child: { api_key_id: string; child_user_id: string }; website: { domain: string; tracking_script_id: string } };
-}
+/** A child of the partner behind `key`, named `name`, created through the API (support/seed.ts). */
+const childOf = (key: string, name: string, extra: Json = {}) => createChildVia(env, key, { name, domain: uniqueDomain(), ...extra });
 
 beforeAll(async () => {
   env = await createTestEnv();
   partner = await seedPartner(env.deps, { quota: 100 });
   other = await seedPartner(env.deps, { quota: 100, name: 'Other partner' });
-  ids.active = (await createChild(partner.key, 'Active child', { monthly_id_quota: 7 })).child.api_key_id;
-  ids.suspended = (await createChild(partner.key, 'Suspended child')).child.api_key_id;
-  ids.revoked = (await createChild(partner.key, 'Revoked child')).child.api_key_id;
-  ids.unnamed = (await createChild(partner.key, 'Soon unnamed')).child.api_key_id;
-  ids.foreign = (await createChild(other.key, 'Other’s child')).child.api_key_id;
+  ids.active = (await childOf(partner.key, 'Active child', { monthly_id_quota: 7 })).child.api_key_id;
+  ids.suspended = (await childOf(partner.key, 'Suspended child')).child.api_key_id;
+  ids.revoked = (await childOf(partner.key, 'Revoked child')).child.api_key_id;
+  ids.unnamed = (await childOf(partner.key, 'Soon unnamed')).child.api_key_id;
+  ids.foreign = (await childOf(other.key, 'Other’s child')).child.api_key_id;
   await env.db`update api_keys set status = 'suspended', suspended_reason = 'manual' where id = ${ids.suspended ?? ''}`;
   await env.db`update api_keys set status = 'revoked' where id = ${ids.revoked ?? ''}`;
   await env.db`update api_keys set name = null where id = ${ids.unnamed ?? ''}`;
@@ -103,7 +100,7 @@ describe('partner-list-children', () => {
   });
 
   it('shows domain and tracking_script_id as null when the child has no active website', async () => {
-    const c = await createChild(partner.key, 'No site');
+    const c = await childOf(partner.key, 'No site');
     await env.db`update websites set status = 'inactive' where api_key_id = ${c.child.api_key_id}`;
     const res = await list({ child_api_key_id: c.child.api_key_id });
     expect((res.body.children as Json[])[0]).toMatchObject({ domain: null, tracking_script_id: null });

@@ -2,6 +2,7 @@ import { createPeopleDataLabsPersonMatcher } from '@sightline/core/ip/person-mat
 import { delay, HttpResponse, http } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { pdlIpRecord } from './support/pdl.ts';
 
 /*
  * People Data Labs in the shapes its documentation shows: IP Enrichment with `return_person`
@@ -31,36 +32,8 @@ const IP = {
 const ACME = { confidence: 'very high', id: 'tnHcNHbCv8MKeLh92946LAkX6PKg', website: 'acme.com', name: 'acme', display_name: 'Acme' };
 const CTO = { confidence: 'High', job_title_sub_role: 'software', job_title_role: 'engineering', job_title_levels: ['cxo'] };
 
-function ipRecord(
-  ip: string,
-  opts: { metadata?: Record<string, unknown>; company?: Record<string, unknown> | null; person?: Record<string, unknown> | null } = {},
-): Record<string, unknown> {
-  const company = opts.company === undefined ? ACME : opts.company;
-  const person = opts.person === undefined ? CTO : opts.person;
-  return {
-    status: 200,
-    data: {
-      ip: {
-        address: ip,
-        metadata: {
-          version: ip.includes(':') ? 6 : 4,
-          mobile: false,
-          hosting: false,
-          proxy: false,
-          tor: false,
-          vpn: false,
-          relay: false,
-          service: null,
-          asn_domain: null,
-          ...opts.metadata,
-        },
-        location: { name: 'phoenix, arizona, united states', country: 'united states', continent: 'north america' },
-      },
-      ...(company ? { company } : {}),
-      ...(person ? { person } : {}),
-    },
-  };
-}
+/** PDL's answer for `ip` (support/pdl.ts): Acme and its CTO unless `opts` say otherwise. */
+const ipRecord = (ip: string, opts: Parameters<typeof pdlIpRecord>[1] = {}) => pdlIpRecord(ip, { company: ACME, person: CTO, ...opts });
 
 const notFound = (message: string) => HttpResponse.json({ status: 404, error: { type: 'not_found', message } }, { status: 404 });
 

@@ -1,17 +1,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import {
-  createApiServer,
-  createCoreDeps,
-  createKeyring,
-  type Database,
-  errorResponse,
-  type FunctionDefinition,
-  type HonoEnv,
-  openapi,
-  policies,
-  silentLogger,
-} from '@sightline/core';
+import { createApiServer, errorResponse, type FunctionDefinition, type HonoEnv, openapi, policies } from '@sightline/core';
 import { describe, expect, it } from 'vitest';
+import { routesOnlyDeps } from '../packages/host/src/openapi-cli.ts';
 
 /**
  * openapi() checks a route's JSON body, query, path parameters and headers in one synchronous step,
@@ -21,21 +11,7 @@ import { describe, expect, it } from 'vitest';
 const ok = { 200: { description: 'ok' } };
 
 async function serverFor(def: FunctionDefinition) {
-  const unused = new Proxy(
-    {},
-    {
-      get: () => {
-        throw new Error('no database in this test');
-      },
-    },
-  );
-  const deps = createCoreDeps({
-    db: unused as Database,
-    keyring: await createKeyring('route-test-secret-0123456789abcdef'),
-    webhooks: unused as never,
-    log: silentLogger,
-  });
-  return createApiServer(deps, [def], { functionsPrefix: '/f' });
+  return createApiServer(await routesOnlyDeps(), [def], { functionsPrefix: '/f' });
 }
 
 describe('openapi()', () => {

@@ -20,7 +20,7 @@ import { realIpDeps } from './support/ip.ts';
 import { capturingLogger } from './support/log.ts';
 import { startReceiver } from './support/receiver.ts';
 import { isPartnerRoute } from './support/routes.ts';
-import { createChildVia, seedDirectKey, seedPartner } from './support/seed.ts';
+import { createChildVia, seedDirectKey, seedPartner, seedPartnerWithChild } from './support/seed.ts';
 import { refusalProbe } from './support/snapshot.ts';
 import { pageView } from './support/tracker.ts';
 import { seedConnectedUser, userHeaders } from './support/users.ts';
@@ -51,9 +51,9 @@ let b: Partner;
 let x: IcpAccount & { icp_id: string };
 let y: IcpAccount;
 
-async function partnerWithChild(name: string): Promise<Partner> {
-  const p = await seedPartner(env.deps, { name, quota: 1_000, topup: 100 });
-  const c = await createChildVia(env, p.key, { monthly_id_quota: 10 });
+/** A partner with a child (support/seed.ts), a direct key of its own and its first event: one tenant. */
+async function tenant(name: string): Promise<Partner> {
+  const { partner: p, created: c } = await seedPartnerWithChild(env, { name, quota: 1_000, topup: 100 }, { monthly_id_quota: 10 });
   const direct = await seedDirectKey(env.deps, p.account_id);
   const [event] = await env.db<{ id: string }>`
     select e.id from events e where e.partner_account_id = ${p.account_id} order by e.created_at limit 1`;
@@ -64,8 +64,8 @@ async function partnerWithChild(name: string): Promise<Partner> {
 beforeAll(async () => {
   // Reports written at once, so waiting for background work does not wait out their gathering.
   env = await createTestEnv({ reportFlushMs: 0 });
-  a = await partnerWithChild('Partner A');
-  b = await partnerWithChild('Partner B');
+  a = await tenant('Partner A');
+  b = await tenant('Partner B');
   const xa = await seedIcpAccount(env);
   x = { ...xa, icp_id: String((await createIcpVia(env, xa)).id) };
   y = await seedIcpAccount(env);

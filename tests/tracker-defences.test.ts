@@ -10,10 +10,10 @@ import {
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addressBudgetKey, flushFilteredBeacons } from '../packages/core/src/tracker/beacon-budgets.ts';
-import { createTestEnv, envForDatabase, fn, type TestEnv } from './support/app.ts';
+import { createTestEnv, fn, replicaEnv, socketPeer, type TestEnv } from './support/app.ts';
 import { realIpDeps } from './support/ip.ts';
 import { seedPartner } from './support/seed.ts';
-import { type TrackedSite, trackedChild } from './support/tracker.ts';
+import { beacon, type TrackedSite, trackedChild } from './support/tracker.ts';
 import { clearOfWindowEnd } from './support/wait.ts';
 
 /**
@@ -28,7 +28,6 @@ import { clearOfWindowEnd } from './support/wait.ts';
  * website is an identification that uses an ID.
  */
 const APPLE = (n: number) => `17.${Math.floor(n / 62_500) + 100}.${Math.floor(n / 250) % 250}.${(n % 250) + 1}`;
-const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0';
 
 let env: TestEnv;
 let partnerKey = '';
@@ -60,23 +59,11 @@ function budgets(policy: Partial<TrackerBudgetPolicy>, target: TestEnv = env) {
 
 const site = (quota: number) => trackedChild(env, partnerKey, { monthly_id_quota: quota });
 
-/** A page view through collect from `ip`, as a browser sends it unless `headers` say otherwise. */
-async function beacon(target: TestEnv, s: TrackedSite, ip: string, opts: { headers?: Record<string, string>; session?: string } = {}) {
-  const res = await target.app.request(
-    fn('collect'),
-    {
-      method: 'POST',
-      headers: { 'content-type': 'text/plain;charset=UTF-8', origin: `https://${s.domain}`, 'user-agent': BROWSER_UA, ...opts.headers },
-      body: JSON.stringify({
-        tracking_script_id: s.trackingId,
-        type: 'pageview',
-        url: `https://${s.domain}/pricing`,
-        session_id: opts.session ?? `s-${ip}`,
-      }),
-    },
-    { incoming: { socket: { remoteAddress: ip } } },
-  );
-  return { status: res.status, body: await res.json(), cors: res.headers.get('access-control-allow-origin') };
+/** A page view through collect from `ip`, as a browser sends it (support/tracker.ts) unless `headers` say otherwise. */
+async function pageBeacon(target: TestEnv, s: TrackedSite, ip: string, opts: { headers?: Record<string, string>; session?: string } = {}) {
+  const body = { tracking_script_id: s.trackingId, type: 'pageview', url: `https://${s.domain}/pricing`, session_id: opts.session ?? `s-${ip}` };
+  const res = await beacon(target, body, { from: ip, headers: { origin: `https://${s.domain}`, ...opts.headers } });
+  return { status: res.status, body: res.body, cors: res.headers.get('access-control-allow-origin') };
 }
 
 /** Runs the tracker worker until it has nothing left: every stored beacon folded, every identification settled. */
@@ -126,15 +113,15 @@ describe('a beacon without a user agent', () => {
         headers: noUa,
         body: JSON.stringify({ tracking_script_id: s.trackingId, type: 'pageview', url: `https://${s.domain}/`, session_id: 'no-ua' }),
       },
-      { incoming: { socket: { remoteAddress: APPLE(1) } } },
+      socketPeer(APPLE(1)),
     );
     expect(res.status).toBe(202);
-    expect((await beacon(env, s, APPLE(2), { headers: { 'user-agent': '' } })).status).toBe(202);
-    expect((await beacon(env, s, APPLE(3), { headers: { 'user-agent': '   ' } })).status).toBe(202);
+    expect((await pageBeacon(env, s, APPLE(2), { headers: { 'user-agent': '' } })).status).toBe(202);
+    expect((await pageBeacon(env, s, APPLE(3), { headers: { 'user-agent': '   ' } })).status).toBe(202);
     await drain();
     expect(await counts(s)).toMatchObject({ stored: 3, bots: 3, identifications: 0, used: 0, filtered: { bot: 3 } });
     // The same addresses with a browser's user agent are visitors: the difference is the header alone.
-    for (const n of [1, 2, 3]) await beacon(env, s, APPLE(n));
+    for (const n of [1, 2, 3]) await pageBeacon(env, s, APPLE(n));
     await drain();
     expect(await counts(s)).toMatchObject({ stored: 6, bots: 3, identified: 3, used: 3 });
   });
@@ -148,7 +135,7 @@ describe('the per-website budget of new visitors', () => {
     budgets({});
     const open = await site(100);
     const started = Date.now();
-    await Promise.all(Array.from({ length: BURST }, (_, n) => beacon(env, open, APPLE(n))));
+    await Promise.all(Array.from({ length: BURST }, (_, n) => pageBeacon(env, open, APPLE(n))));
     await drain();
     const burned = Date.now() - started;
     const before = await counts(open);
@@ -158,7 +145,7 @@ describe('the per-website budget of new visitors', () => {
     await clearOfWindowEnd(20_000);
     budgets({ newVisitorBeaconsPerWebsitePerMinute: BUDGET });
     const guarded = await site(100);
-    const answers = await Promise.all(Array.from({ length: BURST }, (_, n) => beacon(env, guarded, APPLE(n))));
+    const answers = await Promise.all(Array.from({ length: BURST }, (_, n) => pageBeacon(env, guarded, APPLE(n))));
     // Answered like any beacon: a browser has nothing to retry, an attacker nothing to probe.
     expect(answers.every((a) => a.status === 202 && a.cors === '*' && (a.body as { success: boolean }).success)).toBe(true);
     await drain();
@@ -173,13 +160,13 @@ describe('the per-website budget of new visitors', () => {
     await clearOfWindowEnd(20_000);
     budgets({ newVisitorBeaconsPerWebsitePerMinute: 3 });
     const s = await site(100);
-    for (const n of [1, 2, 3]) await beacon(env, s, APPLE(1_000 + n));
+    for (const n of [1, 2, 3]) await pageBeacon(env, s, APPLE(1_000 + n));
     await drain();
     expect(await counts(s)).toMatchObject({ stored: 3, identified: 3 });
     // The budget is spent for this minute: a fourth new address is refused ...
-    await beacon(env, s, APPLE(1_004));
+    await pageBeacon(env, s, APPLE(1_004));
     // ... and the three visitors' further pages are all kept.
-    for (let page = 0; page < 20; page++) for (const n of [1, 2, 3]) await beacon(env, s, APPLE(1_000 + n), { session: `p-${page}` });
+    for (let page = 0; page < 20; page++) for (const n of [1, 2, 3]) await pageBeacon(env, s, APPLE(1_000 + n), { session: `p-${page}` });
     await drain();
     expect(await counts(s)).toMatchObject({ stored: 63, identified: 3, used: 3, filtered: { website_budget: 1 } });
   });
@@ -189,14 +176,14 @@ describe('the per-website budget of new visitors', () => {
     budgets({ newVisitorBeaconsPerWebsitePerMinute: 1 });
     const s = await site(100);
     // Apple's own IPv6 network (a business in the shipped data).
-    await beacon(env, s, '2403:300:a01:7::1');
+    await pageBeacon(env, s, '2403:300:a01:7::1');
     await drain();
     expect(await counts(s)).toMatchObject({ identified: 1, used: 1 });
     // The website's budget for new visitors is spent, yet other addresses of the same /64 are kept:
     // they use no ID, so there is nothing for the budget to guard.
-    for (let n = 2; n <= 6; n++) await beacon(env, s, `2403:300:a01:7::${n}`);
+    for (let n = 2; n <= 6; n++) await pageBeacon(env, s, `2403:300:a01:7::${n}`);
     // A new /64 is a new visitor, and is refused.
-    await beacon(env, s, '2403:300:a01:8::1');
+    await pageBeacon(env, s, '2403:300:a01:8::1');
     await drain();
     expect(await counts(s)).toMatchObject({ stored: 6, identifications: 1, used: 1, filtered: { website_budget: 1 } });
   });
@@ -205,8 +192,8 @@ describe('the per-website budget of new visitors', () => {
     await clearOfWindowEnd(20_000);
     budgets({ newVisitorBeaconsPerWebsitePerMinute: 1 });
     const s = await site(100);
-    for (let n = 0; n < 5; n++) await beacon(env, s, APPLE(1_100 + n), { headers: { 'user-agent': 'curl/8.5.0' } });
-    await beacon(env, s, APPLE(1_200));
+    for (let n = 0; n < 5; n++) await pageBeacon(env, s, APPLE(1_100 + n), { headers: { 'user-agent': 'curl/8.5.0' } });
+    await pageBeacon(env, s, APPLE(1_200));
     await drain();
     expect(await counts(s)).toMatchObject({ stored: 6, bots: 5, identified: 1, used: 1 });
   });
@@ -219,10 +206,10 @@ describe('the per-address budget', () => {
     const s = await site(100);
     const flood = APPLE(2_000);
     for (let batch = 0; batch < 10; batch++) {
-      const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => beacon(env, s, flood, { session: `f-${batch}-${i}` })));
+      const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => pageBeacon(env, s, flood, { session: `f-${batch}-${i}` })));
       expect(answers.every((a) => a.status === 202)).toBe(true);
     }
-    expect((await beacon(env, s, APPLE(2_001))).status).toBe(202);
+    expect((await pageBeacon(env, s, APPLE(2_001))).status).toBe(202);
     await drain();
     expect(await counts(s)).toMatchObject({ stored: 51, identified: 2, used: 2, filtered: { address_budget: 950 } });
   });
@@ -234,8 +221,8 @@ describe('the per-address budget', () => {
     await clearOfWindowEnd(20_000);
     budgets({ beaconsPerAddressPerMinute: 2 });
     const s = await site(100);
-    for (const suffix of ['1', '2', '3', 'ffff:1']) await beacon(env, s, `2a00:1450:4001:81c::${suffix}`);
-    await beacon(env, s, '2a00:1450:4001:81d::1');
+    for (const suffix of ['1', '2', '3', 'ffff:1']) await pageBeacon(env, s, `2a00:1450:4001:81c::${suffix}`);
+    await pageBeacon(env, s, '2a00:1450:4001:81d::1');
     expect(await counts(s)).toMatchObject({ stored: 3, filtered: { address_budget: 2 } });
   });
 });
@@ -243,7 +230,7 @@ describe('the per-address budget', () => {
 describe.skipIf(!process.env.REDIS_URL)('budgets across replicas (REDIS_URL)', () => {
   it('two processes on one Redis share one count per website and one per address', async () => {
     // A second process over the same database: its own app, deps and in-process state.
-    const other = await envForDatabase({ db: env.db, url: env.url, drop: async () => {} }, { ip: realIpDeps() });
+    const other = await replicaEnv(env, { ip: realIpDeps() });
     try {
       await clearOfWindowEnd(20_000);
       const prefix = `${RUN}${crypto.randomUUID()}:`;
@@ -253,12 +240,12 @@ describe.skipIf(!process.env.REDIS_URL)('budgets across replicas (REDIS_URL)', (
       const replica = (i: number) => (i % 2 === 0 ? env : other);
       // 100 new visitors, every other one through each process: 10 kept in all, not 10 each.
       const visited = await site(100);
-      await Promise.all(Array.from({ length: 100 }, (_, n) => beacon(replica(n), visited, APPLE(3_000 + n))));
+      await Promise.all(Array.from({ length: 100 }, (_, n) => pageBeacon(replica(n), visited, APPLE(3_000 + n))));
       // One address's 100 beacons (a bot's, which the website's budget does not count): 30 kept in all.
       const flooded = await site(100);
       await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
-          beacon(replica(i), flooded, '198.51.100.77', { session: `r-${i}`, headers: { 'user-agent': 'curl/8.5.0' } }),
+          pageBeacon(replica(i), flooded, '198.51.100.77', { session: `r-${i}`, headers: { 'user-agent': 'curl/8.5.0' } }),
         ),
       );
       await flushFilteredBeacons(other.deps);

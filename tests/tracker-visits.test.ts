@@ -1,11 +1,11 @@
-import { type AggregationReport, aggregateTrackerEvents, connectPostgres, createCoreDeps, createKeyring, silentLogger } from '@sightline/core';
-import { createNodeWebhookTransport } from '@sightline/host';
+import { type AggregationReport, aggregateTrackerEvents } from '@sightline/core';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestEnv, fn, TEST_SECRET, type TestEnv } from './support/app.ts';
+import { createTestEnv, replicaEnv, type TestEnv } from './support/app.ts';
 import { countingStatements } from './support/counting-db.ts';
 import { usingPostgres } from './support/db.ts';
 import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
+import { beacon } from './support/tracker.ts';
 import { until } from './support/wait.ts';
 
 /**
@@ -16,12 +16,9 @@ import { until } from './support/wait.ts';
 let env: TestEnv;
 let site = { tracking_script_id: '', domain: '', website_id: '' };
 
-async function beacon(body: Record<string, unknown>, from: string, userAgent = 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0') {
-  const res = await env.app.request(
-    fn('collect'),
-    { method: 'POST', headers: { 'content-type': 'text/plain', 'user-agent': userAgent }, body: JSON.stringify(body) },
-    { incoming: { socket: { remoteAddress: from } } },
-  );
+/** A beacon from `from` (support/tracker.ts), with a browser's user agent unless `userAgent` says; collect accepts it. */
+async function sendAccepted(body: Record<string, unknown>, from: string, userAgent?: string) {
+  const res = await beacon(env, body, { from, ...(userAgent ? { headers: { 'user-agent': userAgent } } : {}) });
   expect(res.status).toBe(202);
 }
 
@@ -60,11 +57,11 @@ afterAll(() => env.close());
 describe('visits', () => {
   it('counts a visit per session, every page, engaged time once per beacon, and keeps the first outside referrer', async () => {
     const ip = '203.0.113.20';
-    await beacon(page('/', 's1', { referrer: `https://${site.domain}/elsewhere` }), ip);
-    await beacon(page('/about', 's1', { referrer: 'https://www.google.com/search?q=acme' }), ip);
-    await beacon(engaged(20_000, 's1', 'b1'), ip);
-    await beacon(engaged(20_000, 's1', 'b1'), ip); // the same beacon, sent again
-    await beacon(page('/', 's2', { referrer: 'https://news.example.org/' }), ip);
+    await sendAccepted(page('/', 's1', { referrer: `https://${site.domain}/elsewhere` }), ip);
+    await sendAccepted(page('/about', 's1', { referrer: 'https://www.google.com/search?q=acme' }), ip);
+    await sendAccepted(engaged(20_000, 's1', 'b1'), ip);
+    await sendAccepted(engaged(20_000, 's1', 'b1'), ip); // the same beacon, sent again
+    await sendAccepted(page('/', 's2', { referrer: 'https://news.example.org/' }), ip);
     const report = await aggregateTrackerEvents({ ctx: env.deps, input: {} });
     expect(report.applied).toBe(4);
     expect(await visitor(ip)).toEqual({
@@ -80,10 +77,10 @@ describe('visits', () => {
 
   it('folds a visitor whose events span several claims as if they were one: a session is one visit, the first referrer stays', async () => {
     const ip = '203.0.113.28';
-    await beacon(page('/a', 'span-1', { referrer: 'https://first.example.net/' }), ip);
-    await beacon(page('/b', 'span-1', { referrer: 'https://second.example.net/' }), ip);
-    await beacon(page('/c', 'span-2'), ip);
-    await beacon(page('/d', 'span-1'), ip);
+    await sendAccepted(page('/a', 'span-1', { referrer: 'https://first.example.net/' }), ip);
+    await sendAccepted(page('/b', 'span-1', { referrer: 'https://second.example.net/' }), ip);
+    await sendAccepted(page('/c', 'span-2'), ip);
+    await sendAccepted(page('/d', 'span-1'), ip);
     // One event per claim: each claim meets the visitor again.
     const report = await aggregateTrackerEvents({ ctx: env.deps, input: { batchSize: 1 } });
     expect(report).toEqual({ applied: 4, claims: 4 });
@@ -91,10 +88,10 @@ describe('visits', () => {
   });
 
   it('is high intent for a pricing page or a minute of engaged time, and not for one plain page', async () => {
-    await beacon(page('/pricing/', 'p1'), '203.0.113.21');
-    await beacon(page('/', 'p2'), '203.0.113.22');
-    await beacon(engaged(61_000, 'p2', 'b9'), '203.0.113.22');
-    await beacon(page('/blog/pricing-tips', 'p3'), '203.0.113.23');
+    await sendAccepted(page('/pricing/', 'p1'), '203.0.113.21');
+    await sendAccepted(page('/', 'p2'), '203.0.113.22');
+    await sendAccepted(engaged(61_000, 'p2', 'b9'), '203.0.113.22');
+    await sendAccepted(page('/blog/pricing-tips', 'p3'), '203.0.113.23');
     await aggregateTrackerEvents({ ctx: env.deps, input: {} });
     expect(await visitor('203.0.113.21')).toMatchObject({ intent_page: true, high_intent: true, pages_viewed: 1 });
     expect(await visitor('203.0.113.22')).toMatchObject({ intent_page: false, high_intent: true, active_ms: 61_000 });
@@ -102,16 +99,16 @@ describe('visits', () => {
   });
 
   it('never makes a bot a visitor', async () => {
-    await beacon(page('/', 'bot'), '203.0.113.24', 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)');
+    await sendAccepted(page('/', 'bot'), '203.0.113.24', 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)');
     await aggregateTrackerEvents({ ctx: env.deps, input: {} });
     expect(await visitor('203.0.113.24')).toBeUndefined();
   });
 
   it('hands the address to identification: one pending identification per address, website and period', async () => {
-    await beacon(page('/z', 'ident'), '203.0.113.27');
-    await beacon(page('/z2', 'ident'), '203.0.113.27');
+    await sendAccepted(page('/z', 'ident'), '203.0.113.27');
+    await sendAccepted(page('/z2', 'ident'), '203.0.113.27');
     await aggregateTrackerEvents({ ctx: env.deps, input: {} });
-    await beacon(page('/z3', 'ident-2'), '203.0.113.27');
+    await sendAccepted(page('/z3', 'ident-2'), '203.0.113.27');
     await aggregateTrackerEvents({ ctx: env.deps, input: {} });
     const events = await env.db<{ queued: boolean }>`
       select exists (select 1 from tracker_queue q where q.event_id = t.id) as queued from tracker_events t where t.ip = '203.0.113.27'::inet`;
@@ -121,21 +118,21 @@ describe('visits', () => {
   });
 
   it('applies each event once, however often the worker runs', async () => {
-    await beacon(page('/x', 'once'), '203.0.113.25');
+    await sendAccepted(page('/x', 'once'), '203.0.113.25');
     await aggregateTrackerEvents({ ctx: env.deps, input: {} });
     expect((await aggregateTrackerEvents({ ctx: env.deps, input: {} })).applied).toBe(0);
     expect((await visitor('203.0.113.25'))?.pages_viewed).toBe(1);
   });
 
   it('stops at a claim short of a full batch: what arrives after it is the next run’s', async () => {
-    for (const n of [1, 2, 3]) await beacon(page('/short', `short-${n}`), `203.0.113.${90 + n}`);
+    for (const n of [1, 2, 3]) await sendAccepted(page('/short', `short-${n}`), `203.0.113.${90 + n}`);
     const { ctx, seen } = countingStatements(env.deps, ['sl_aggregate_tracker_events']);
     expect(await aggregateTrackerEvents({ ctx, input: { batchSize: 2 } })).toEqual({ applied: 3, claims: 2 });
     expect(seen.sl_aggregate_tracker_events).toBe(2);
   });
 
   it('commits a claim without waiting for its WAL flush, and no other transaction', async () => {
-    await beacon(page('/async', 'async'), '203.0.113.90');
+    await sendAccepted(page('/async', 'async'), '203.0.113.90');
     const inClaim = await env.db.begin(async (tx) => {
       const [{ applied }] = (await tx`select sl_aggregate_tracker_events(500) as applied`) as unknown as [{ applied: number }];
       const [{ s }] = (await tx`select current_setting('synchronous_commit') as s`) as unknown as [{ s: string }];
@@ -149,18 +146,11 @@ describe('visits', () => {
 });
 
 /** A second replica's worker: its own connection pool on the same database. */
-async function otherWorker() {
-  return createCoreDeps({
-    db: connectPostgres({ url: env.url ?? '', max: 4, prepare: true }),
-    keyring: await createKeyring(TEST_SECRET),
-    webhooks: createNodeWebhookTransport({ allowPrivate: true }),
-    log: silentLogger,
-  });
-}
+const otherWorker = () => replicaEnv(env, { pool: 4 });
 
 describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
   it('a worker that dies mid-claim leaves its events to the next at once, and none of its work', async () => {
-    await beacon(page('/y', 'dead'), '203.0.113.26');
+    await sendAccepted(page('/y', 'dead'), '203.0.113.26');
     // A worker's claim: folded into the visitor, not yet committed, when its connection dies.
     const dying = postgres(env.url ?? '', { max: 1, onnotice: () => {} });
     try {
@@ -191,10 +181,10 @@ describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
       for (let round = 0; round < 10; round++) {
         // Interleaved, and split so the second claim starts one visitor later: in event order the
         // first claim meets the visitors 1, 2, 3, 4, 1, … and the second 2, 3, 4, 1, 2, …
-        for (let i = 0; i < 122; i++) await beacon(page(`/r${round}`, `r${round}-${i % 4}`), ips[i % 4] as string);
+        for (let i = 0; i < 122; i++) await sendAccepted(page(`/r${round}`, `r${round}-${i % 4}`), ips[i % 4] as string);
         const [a, b] = await Promise.all([
           aggregateTrackerEvents({ ctx: env.deps, input: { batchSize: 61 } }),
-          aggregateTrackerEvents({ ctx: other, input: { batchSize: 61 } }),
+          aggregateTrackerEvents({ ctx: other.deps, input: { batchSize: 61 } }),
         ]);
         expect(a.applied + b.applied).toBe(122);
       }
@@ -202,13 +192,13 @@ describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
         select sum(pages_viewed)::int as pages from visitors where website_id = ${site.website_id} and ip << '192.0.2.0/24'::inet`;
       expect(sum?.pages).toBe(1220);
     } finally {
-      await other.db.close();
+      await other.close();
     }
   });
 
   it('share the events, and every page counts exactly once', async () => {
     const ips = Array.from({ length: 40 }, (_, i) => `198.51.100.${i + 1}`);
-    for (const ip of ips) for (let p = 0; p < 5; p++) await beacon(page(`/p${p}`, `s-${ip}`), ip);
+    for (const ip of ips) for (let p = 0; p < 5; p++) await sendAccepted(page(`/p${p}`, `s-${ip}`), ip);
     const other = await otherWorker();
     const holder = postgres(env.url ?? '', { max: 1, onnotice: () => {} });
     try {
@@ -220,7 +210,7 @@ describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
         await tx`lock table visitors in share mode`;
         run = Promise.all([
           aggregateTrackerEvents({ ctx: env.deps, input: { batchSize: 7 } }),
-          aggregateTrackerEvents({ ctx: other, input: { batchSize: 7 } }),
+          aggregateTrackerEvents({ ctx: other.deps, input: { batchSize: 7 } }),
         ]);
         await until('both workers to wait on the visitors lock with a claim each', async () => {
           const [w] = await env.db<{ n: number }>`
@@ -238,7 +228,7 @@ describe.skipIf(!usingPostgres)('two workers at once (real Postgres)', () => {
       expect(sum).toEqual({ pages: 200, visits: 40 });
     } finally {
       await holder.end({ timeout: 1 }).catch(() => {});
-      await other.db.close();
+      await other.close();
     }
   });
 });

@@ -2,7 +2,7 @@ import { aggregateTrackerEvents, identifyVisitors, type PersonMatcher, workTrack
 import { verifyWebhook } from '@sightline/webhook-verify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdentificationSettler } from '../packages/core/src/tracker/settle-identifications.ts';
-import { createTestEnv, fn, type TestEnv } from './support/app.ts';
+import { createTestEnv, fn, socketPeer, type TestEnv } from './support/app.ts';
 import { countingStatements } from './support/counting-db.ts';
 import { usingPostgres } from './support/db.ts';
 import { eventsOf, names } from './support/events.ts';
@@ -286,7 +286,7 @@ describe('identification uses one ID per business identification', () => {
             session_id: 'k',
           }),
         },
-        { incoming: { socket: { remoteAddress: APPLE(40) } } },
+        socketPeer(APPLE(40)),
       );
       await kicked.settle();
       const [row] = await kicked.db<{ status: string }>`select status from identifications where website_id = ${c.website.id}`;

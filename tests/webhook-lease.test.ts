@@ -13,9 +13,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type CoreDeps,
-  connectPostgres,
-  createCoreDeps,
-  createKeyring,
   DELIVERY_LEASE,
   type DeliveryLease,
   dispatchNewEvents,
@@ -23,14 +20,12 @@ import {
   type Row,
   type Sql,
   type SqlValue,
-  silentLogger,
   sweepWebhookDeliveries,
   WEBHOOK_CONNECTION_WAIT_MS,
   type WebhookTransport,
 } from '@sightline/core';
-import { createNodeWebhookTransport, nodeHmacSha256Hex } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestEnv, TEST_SECRET, type TestEnv } from './support/app.ts';
+import { createTestEnv, replicaEnv, type TestEnv } from './support/app.ts';
 import { startReceiver } from './support/receiver.ts';
 
 /**
@@ -58,20 +53,9 @@ afterAll(async () => {
 
 /** Another replica of the service: its own transport, keyring and (on Postgres) connection pool. */
 async function otherReplica(webhookTimeoutMs = TIMEOUT_MS): Promise<CoreDeps> {
-  const db = env.url ? connectPostgres({ url: env.url, max: 10, prepare: true }) : env.db;
-  const webhooks = createNodeWebhookTransport({ allowPrivate: true });
-  closers.push(async () => {
-    await webhooks.close();
-    if (db !== env.db) await db.close();
-  });
-  return createCoreDeps({
-    db,
-    keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }),
-    webhooks,
-    log: silentLogger,
-    allowPrivateWebhooks: true,
-    webhookTimeoutMs,
-  });
+  const replica = await replicaEnv(env, { webhookTimeoutMs });
+  closers.push(replica.close);
+  return replica.deps;
 }
 
 /** A receiver on 127.0.0.1 that answers every POST with 200 after `delayMs`. */

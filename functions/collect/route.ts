@@ -4,10 +4,10 @@ import {
   collectEvent,
   type FunctionDefinition,
   jsonAnswer,
-  kickTrackerQueue,
   openapi,
   policies,
   requestHeader,
+  startAfterWork,
 } from '@sightline/core';
 import { jsonBody } from '../_shared/schemas.ts';
 
@@ -44,7 +44,7 @@ export const collect: FunctionDefinition = {
           referer: requestHeader(c, 'referer'),
         },
       });
-      if (stored) kickTrackerQueue(deps);
+      if (stored) startAfterWork(deps, 'tracker-queue');
       return c.json({ success: true as const }, 202);
     });
   },

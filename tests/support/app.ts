@@ -1,26 +1,27 @@
 import {
-  type CoreDeps,
-  createCoreDeps,
-  createKeyring,
+  type BuiltDeps,
+  buildDeps,
+  connectPostgres,
   createMemoryRateLimiter,
-  createTrackerBudgets,
   type Database,
+  type DepsChoices,
   type IpDeps,
   type Logger,
-  listenAuthCache,
   type PaymentProcessor,
+  parseEnv,
   type RateLimiter,
   silentLogger,
   type TrackerBudgets,
-  trustedProxies,
 } from '@sightline/core';
-import { createHostApp, createNodeWebhookTransport, nodeHmacSha256Hex, nodeRemoteAddress, nodeSha256Base64 } from '@sightline/host';
+import { createHostApp, nodeHostRuntime } from '@sightline/host';
 import { openTestDatabase, type TestDatabase } from './db.ts';
 import { checkDocumentedResponse } from './openapi-check.ts';
 
 export const TEST_SECRET = 'test-server-secret-0123456789abcdef-not-for-production';
 
 export interface TestEnvOptions {
+  /** Settings as the environment gives them, over the test defaults (e.g. IP_DATA=1 with the free sources' settings). */
+  settings?: Record<string, string>;
   allowPrivateWebhooks?: boolean;
   pool?: number;
   rateLimiter?: RateLimiter;
@@ -49,7 +50,7 @@ export interface TestEnvOptions {
 }
 
 export interface TestEnv extends TestDatabase {
-  deps: CoreDeps & { db: Database };
+  deps: BuiltDeps;
   app: ReturnType<typeof createHostApp>;
   /** Waits for background work (auto-reloads) started by requests so far. */
   settle(): Promise<void>;
@@ -62,35 +63,60 @@ export interface TestEnv extends TestDatabase {
   close(): Promise<void>;
 }
 
-/** Dependencies and the full Node host app over a test database, as `npm start` builds them. */
-export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {}): Promise<TestEnv> {
-  const allowPrivate = opts.allowPrivateWebhooks ?? true;
-  const webhooks = createNodeWebhookTransport({ allowPrivate });
-  const auth = opts.authCache === false ? undefined : await listenAuthCache(tdb.db, { ttlMs: 30_000, maxEntries: 100_000, digest: nodeSha256Base64 });
-  const deps = createCoreDeps({
-    db: tdb.db,
-    keyring: await createKeyring(TEST_SECRET, { hmacSha256Hex: nodeHmacSha256Hex }),
-    webhooks,
-    log: opts.log ?? silentLogger,
-    allowPrivateWebhooks: allowPrivate,
-    // Generous by default so suites that are not about the limit never meet it.
-    rateLimiter: opts.rateLimiter ?? createMemoryRateLimiter({ limit: 1_000_000, windowSeconds: 60 }),
-    payments: opts.payments,
-    webhookTimeoutMs: opts.webhookTimeoutMs,
-    remoteAddressOf: nodeRemoteAddress,
+/**
+ * The settings a test runs with, as the environment would give them: Redis when the suite has
+ * REDIS_URL, no local IP data unless a test builds it (`ip`), and limits generous enough that
+ * suites which are not about them never meet them.
+ */
+function testSettings(opts: TestEnvOptions): Record<string, string | undefined> {
+  return {
+    REDIS_URL: process.env.REDIS_URL,
+    IP_DATA: '0',
+    ALLOW_PRIVATE_WEBHOOKS: String(opts.allowPrivateWebhooks ?? true),
+    AUTH_CACHE_TTL_SECONDS: opts.authCache === false ? '0' : '30',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    TRACKER_BEACONS_PER_ADDRESS_PER_MINUTE: '1000000',
+    TRACKER_NEW_VISITOR_BEACONS_PER_WEBSITE_PER_MINUTE: '1000000',
+    TRUSTED_PROXIES: opts.trustedProxies?.join(','),
+    SWEEP_SECRET: opts.sweepSecret,
+    PUBLIC_BASE_URL: opts.publicBaseUrl,
+    // No address leaves a test for a resolver or a registry unless the test runs its own.
+    RDNS: '0',
+    RDAP: '0',
+    ...opts.settings,
+  };
+}
+
+/** What the tests put in place of configuration's choice (core's DepsChoices): only what a test names, and the defaults below. */
+function testChoices(opts: TestEnvOptions): DepsChoices {
+  const chosen: DepsChoices = {
+    // Tests step the tracker worker by hand unless they ask for production's kick.
     trackerKick: opts.trackerKick ?? false,
-    // Generous too: suites that send many beacons from one address, or many new visitors to one site, are not about the budgets.
-    trackerBudgets:
-      opts.trackerBudgets ?? createTrackerBudgets({ beaconsPerAddressPerMinute: 1_000_000, newVisitorBeaconsPerWebsitePerMinute: 1_000_000 }),
-    ...(opts.sweepSecret ? { sweepSecret: opts.sweepSecret } : {}),
-    ...(opts.reportFlushMs !== undefined ? { reportFlushMs: opts.reportFlushMs } : {}),
-    ...(opts.publicBaseUrl ? { publicBaseUrl: opts.publicBaseUrl } : {}),
-    // In-process requests carry no client address, so every test's completions share one count.
+    // In-process requests carry no client address, so every test's completions would share one count.
     connectLinkRateLimiter: opts.connectLinkRateLimiter ?? createMemoryRateLimiter({ limit: 1_000_000, windowSeconds: 60 }),
-    ...(opts.trustedProxies ? { trustedProxies: trustedProxies(opts.trustedProxies) } : {}),
-    ...(opts.ip ? { ip: await opts.ip(tdb.db) } : {}),
-    ...(auth ? { authCache: auth.cache } : {}),
-  });
+    rateLimiter: opts.rateLimiter,
+    trackerBudgets: opts.trackerBudgets,
+    payments: opts.payments,
+    ip: opts.ip,
+    webhookTimeoutMs: opts.webhookTimeoutMs,
+    reportFlushMs: opts.reportFlushMs,
+  };
+  return Object.fromEntries(Object.entries(chosen).filter(([, v]) => v !== undefined)) as DepsChoices;
+}
+
+/** The test database, which the harness drops itself: the deps' close leaves it open. */
+function keptOpen(db: Database): Database {
+  return new Proxy(db, { get: (target, name, receiver) => (name === 'close' ? async () => {} : Reflect.get(target, name, receiver)) });
+}
+
+/**
+ * Dependencies and the full Node host app over a test database, as `npm start` builds them: core's
+ * buildDeps over the Node host's runtime (nodeHostRuntime), with the test's settings and choices.
+ */
+export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {}): Promise<TestEnv> {
+  const env = parseEnv(testSettings(opts));
+  const runtime = await nodeHostRuntime(env, { db: keptOpen(tdb.db), secret: TEST_SECRET, log: opts.log ?? silentLogger });
+  const deps = await buildDeps(env, runtime, testChoices(opts));
   const app = createHostApp(deps);
   // Every response a test receives from the app is held to the OpenAPI document.
   const request = app.request.bind(app);
@@ -107,16 +133,25 @@ export async function envForDatabase(tdb: TestDatabase, opts: TestEnvOptions = {
     deps,
     app,
     settle: () => deps.runner.drain(),
-    authSync: async () => {
-      await auth?.sync();
-    },
+    authSync: () => deps.syncAuthCache(),
     async close() {
-      await deps.runner.drain();
-      await auth?.unlisten();
-      await webhooks.close();
+      await deps.close();
       await tdb.drop();
     },
   };
+}
+
+/**
+ * Another replica of the service over `env`'s database, as a second process runs it: its own deps,
+ * transport and app through the same composition, and on Postgres its own connection pool (`pool`
+ * connections). Closing it leaves the database to `env`.
+ */
+export async function replicaEnv(env: TestEnv, opts: TestEnvOptions = {}): Promise<TestEnv> {
+  const db = env.url ? connectPostgres({ url: env.url, max: opts.pool ?? 10, prepare: true }) : env.db;
+  const drop = async () => {
+    if (db !== env.db) await db.close();
+  };
+  return envForDatabase({ db, url: env.url, drop }, opts);
 }
 
 export async function createTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv> {
@@ -124,6 +159,12 @@ export async function createTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv>
 }
 
 export const fn = (name: string) => `http://localhost/functions/v1/${name}`;
+
+/**
+ * The bindings @hono/node-server hands the app for a request whose socket's peer is `address`
+ * (what nodeRemoteAddress reads): the third argument of `app.request` for a request from there.
+ */
+export const socketPeer = (address: string) => ({ incoming: { socket: { remoteAddress: address } } });
 
 export type Json = Record<string, unknown>;
 

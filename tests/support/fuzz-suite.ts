@@ -1,7 +1,7 @@
 import { type FunctionDefinition, grantCredits, policies } from '@sightline/core';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestEnv, fn, type TestEnv } from './app.ts';
+import { createTestEnv, fn, socketPeer, type TestEnv } from './app.ts';
 import { type FuzzRequest, type FuzzWorld, requestsTo } from './fuzz.ts';
 import { seedIcpAccount } from './icps.ts';
 import { realIpDeps } from './ip.ts';
@@ -122,7 +122,7 @@ export function describeFuzz(functions: FunctionDefinition[]): void {
     return env.app.request(
       url.href,
       { method: r.method, headers: r.headers, ...(r.body !== undefined ? { body: r.body } : {}) },
-      { incoming: { socket: { remoteAddress: r.remoteAddress } } },
+      socketPeer(r.remoteAddress),
     );
   }
 

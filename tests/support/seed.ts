@@ -4,10 +4,16 @@ let counter = 0;
 /** A unique, valid tracker domain for this test run. */
 export const uniqueDomain = (label = 'site') => `${label}-${process.pid}-${Date.now().toString(36)}-${++counter}.example.com`;
 
-export async function seedPartner(
-  deps: CoreDeps,
-  opts: Partial<{ name: string; billing: 'prepaid' | 'invoice_monthly'; quota: number; topup: number; perIdPence: number; card: string }> = {},
-) {
+export type SeedPartnerOptions = Partial<{
+  name: string;
+  billing: 'prepaid' | 'invoice_monthly';
+  quota: number;
+  topup: number;
+  perIdPence: number;
+  card: string;
+}>;
+
+export async function seedPartner(deps: CoreDeps, opts: SeedPartnerOptions = {}) {
   return createPartner({
     ctx: deps,
     input: { name: opts.name ?? 'Partner', quota: opts.quota ?? 100, topup: opts.topup ?? 0, ...opts },
@@ -41,4 +47,14 @@ export async function createChildVia(
   });
   if (res.status !== 201) throw new Error(`create child failed: ${res.status} ${await res.text()}`);
   return (await res.json()) as CreatedChildBody;
+}
+
+/** A partner (seedPartner's options) with one managed child created through the public API (`child`: its request body). */
+export async function seedPartnerWithChild(
+  env: { deps: CoreDeps; app: { request: (url: string, init: RequestInit) => Response | Promise<Response> } },
+  partner: SeedPartnerOptions,
+  child: Record<string, unknown> = {},
+) {
+  const p = await seedPartner(env.deps, partner);
+  return { partner: p, created: await createChildVia(env, p.key, child) };
 }

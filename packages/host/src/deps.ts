@@ -1,13 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type BuiltDeps, buildDeps, connectConfiguredPostgres, type Database, type Env, type Logger, migrate } from '@sightline/core';
+import {
+  type BuiltDeps,
+  buildDeps,
+  connectConfiguredPostgres,
+  type Database,
+  type Env,
+  type HostRuntime,
+  type Logger,
+  listedDomainTraffic,
+  migrate,
+} from '@sightline/core';
 import { openPglite } from './db-pglite.ts';
+import { createNodeDnsResolver } from './dns-resolver.ts';
 import { packageIpSources } from './ip-base.ts';
 import { createLogger } from './logger.ts';
 import { loadSchema } from './migrations.ts';
 import { nodeHmacSha256Hex, nodeSha256Base64 } from './node-hmac.ts';
 import { nodeRemoteAddress, nodeRequestHeaders } from './node-remote-address.ts';
+import { openOperatorDatabases, parseIpDatabasesSetting } from './operator-databases.ts';
 import { createNodeWebhookTransport } from './webhook-transport.ts';
 
 export type HostDeps = BuiltDeps;
@@ -46,9 +58,41 @@ export async function migrateDatabase(db: Database): Promise<string[]> {
 }
 
 /**
+ * What the Node runtime supplies to core's buildDeps, over a database the caller opened and
+ * migrated: the undici webhook transport, Node's HMAC and digest, the npm packages' IP data, ioredis
+ * when REDIS_URL is set, the socket peer and headers from Node's request. The host and the test
+ * harness (tests/support/app.ts) both build from it, so tests run the composition production runs.
+ */
+export async function nodeHostRuntime(env: Env, parts: Pick<HostRuntime, 'db' | 'secret' | 'log'>): Promise<HostRuntime> {
+  return {
+    ...parts,
+    webhooks: createNodeWebhookTransport({ allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS }),
+    hmacSha256Hex: nodeHmacSha256Hex,
+    // Loaded only when configured: a server without Redis does not carry the client.
+    ...(env.REDIS_URL ? { redisClient: (await import('ioredis')).Redis } : {}),
+    listens: true,
+    digest: nodeSha256Base64,
+    ipSources: packageIpSources,
+    dnsResolver: (dns) => createNodeDnsResolver({ servers: dns.servers, timeoutMs: dns.timeoutMs }),
+    // A missing, unreadable or unknown file stops start-up here, naming the file.
+    ...(env.IP_DATABASES
+      ? {
+          operatorDatabases: await openOperatorDatabases({
+            paths: parseIpDatabasesSetting(env.IP_DATABASES),
+            log: parts.log,
+            domainTraffic: (domain) => listedDomainTraffic(domain),
+          }),
+        }
+      : {}),
+    remoteAddressOf: nodeRemoteAddress,
+    headersOf: nodeRequestHeaders,
+  };
+}
+
+/**
  * Everything the Node host runs with: its database (PGlite on the embedded default, else Postgres)
- * migrated, the undici webhook transport, Node's HMAC and digest, the npm packages' IP data, ioredis
- * when REDIS_URL is set; the rest is decided by core's buildDeps, as on the Supabase entry.
+ * migrated and the Node runtime's pieces (nodeHostRuntime); the rest is decided by core's
+ * buildDeps, as on the Supabase entry.
  */
 export async function buildHostDeps(
   env: Env,
@@ -67,16 +111,7 @@ export async function buildHostDeps(
   const applied = await migrateDatabase(db);
   if (applied.length) log.info('migrations applied', { migrations: applied });
   return buildDeps(env, {
-    db,
-    secret,
-    log,
-    webhooks: createNodeWebhookTransport({ allowPrivate: env.ALLOW_PRIVATE_WEBHOOKS }),
-    hmacSha256Hex: nodeHmacSha256Hex,
-    // Loaded only when configured: a server without Redis does not carry the client.
-    ...(env.REDIS_URL ? { redisClient: (await import('ioredis')).Redis } : {}),
-    listens: true,
-    digest: nodeSha256Base64,
-    ipSources: packageIpSources,
+    ...(await nodeHostRuntime(env, { db, secret, log })),
     ...(opts.loadIpInBackground
       ? {
           loadIpInBackground: true,
@@ -86,7 +121,5 @@ export async function buildHostDeps(
           },
         }
       : {}),
-    remoteAddressOf: nodeRemoteAddress,
-    headersOf: nodeRequestHeaders,
   });
 }

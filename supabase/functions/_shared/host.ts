@@ -15,6 +15,7 @@ import {
   type WebhookTransport,
 } from '@sightline/core';
 import { Redis } from 'ioredis';
+import { createDenoDnsResolver } from './dns-resolver.ts';
 import { snapshotIpSources } from './ip-sources.ts';
 
 /** Supabase's runtime keeps an isolate alive for promises handed to waitUntil. */
@@ -105,6 +106,7 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<BuiltDe
     redisClient: Redis,
     listens: false,
     ...(opts.ipData ? { ipSources: snapshotIpSources((name) => Deno.readFile(new URL(name, dir))) } : {}),
+    dnsResolver: (dns) => createDenoDnsResolver(dns.servers),
     onIpDataError: (err) => {
       const missing = err instanceof Deno.errors.NotFound;
       jsonLogger.error(

@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
+import { startAfterWork } from '../kernel/after-work.ts';
 import type { VerbArgs } from '../kernel/context.ts';
 import { sqlCall } from '../kernel/errors.ts';
 import { Uuid, whenGiven } from '../kernel/schemas.ts';
 import { ProspectUrl } from '../messaging/prospect-url.ts';
-import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { ConnectLinkToken, connectLinkTokenHash } from './create-connect-link.ts';
 
 /**
@@ -75,6 +75,6 @@ export async function completeConnectLink({ ctx, input }: VerbArgs<CompleteConne
   );
   if (!row) throw new Error('sl_complete_connect_link returned no row');
   const accountId = row.account_id;
-  ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId: accountId } }));
+  startAfterWork(ctx, 'webhook-delivery', { partnerAccountId: accountId });
   return { user_id: row.user_id, account_id: accountId, name: input.name, linkedin_url: input.linkedin_url, reconnected: row.reconnected };
 }

@@ -5,7 +5,7 @@ export { disconnectUser } from './disconnect-user.ts';
 export { AccountStatus, getAccountStatus } from './get-account-status.ts';
 export { beginIdempotentRequest, releaseIdempotentRequest } from './idempotent-request.ts';
 export { IDEMPOTENCY_RETENTION_DAYS, purgeIdempotentRequests } from './purge-idempotent-requests.ts';
-export { runCreditReload, startCreditReload } from './run-credit-reload.ts';
+export { runCreditReload } from './run-credit-reload.ts';
 export { summariseUsage, UsageSummary, UsageSummaryInput } from './summarise-usage.ts';
 export { UpdatedSettings, UpdateSettingsInput, updateAccountSettings } from './update-account-settings.ts';
 export { createUsageMeter } from './usage-meter.ts';

@@ -1,4 +1,4 @@
-import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
+import type { VerbArgs } from '../kernel/context.ts';
 import { dispatchNewEvents } from '../webhooks/delivery.ts';
 
 interface ReloadRow {
@@ -8,6 +8,13 @@ interface ReloadRow {
   payment_customer_id: string | null;
   credit_reload_started_at: Date | null;
   credit_reload_key: string | null;
+}
+
+declare module '../kernel/after-work.ts' {
+  interface AfterWorkKinds {
+    /** Charges the account's credit reload (runCreditReload), after the debit that claimed it committed. */
+    'credit-reload': { accountId: string };
+  }
 }
 
 /**
@@ -54,9 +61,4 @@ export async function runCreditReload({ ctx, input }: VerbArgs<{ accountId: stri
   }
   if (outcome !== 'skipped') await dispatchNewEvents({ ctx, input: { partnerAccountId: input.accountId } });
   return outcome;
-}
-
-/** After a commit whose debit claimed a reload: charge it off the request path. */
-export function startCreditReload(ctx: CoreDeps, accountId: string): void {
-  ctx.background('credit-reload', () => runCreditReload({ ctx, input: { accountId } }));
 }

@@ -1,11 +1,10 @@
 import { z } from '@hono/zod-openapi';
+import { startAfterWork } from '../kernel/after-work.ts';
 import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { badRequest, sqlCall } from '../kernel/errors.ts';
 import { assertReachableWebhook } from '../kernel/net/webhook-destination.ts';
 import { WebhookSecret, whenGiven } from '../kernel/schemas.ts';
 import { normaliseTrackerDomain } from '../tracker/normalise-tracker-domain.ts';
-import { dispatchNewEvents } from '../webhooks/delivery.ts';
-import { startCreditReload } from './run-credit-reload.ts';
 
 /** The settings, in the order `updated_fields` lists them. */
 export const SETTINGS_FIELDS = ['webhook_url', 'webhook_secret', 'auto_reload_enabled', 'auto_reload_threshold', 'allowed_domains'] as const;
@@ -114,8 +113,9 @@ export async function updateAccountSettings({ ctx, input }: VerbArgs<UpdateSetti
         array(select d.value from jsonb_array_elements_text(${JSON.stringify(domains ?? [])}::text::jsonb) with ordinality d order by d.ordinality)
       ) as reload`,
   );
-  if (row?.reload) startCreditReload(ctx, input.accountId);
-  // credits.low, when the new threshold put the balance below it.
-  else ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId: input.accountId } }));
+  // A reload delivers the account's events once it has charged; without one, credits.low (when
+  // the new threshold put the balance below it) is delivered now.
+  if (row?.reload) startAfterWork(ctx, 'credit-reload', { accountId: input.accountId });
+  else startAfterWork(ctx, 'webhook-delivery', { partnerAccountId: input.accountId });
   return { updated_fields: given };
 }

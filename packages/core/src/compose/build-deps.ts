@@ -9,7 +9,7 @@ import { connectRedis, rateLimiterFor } from '../drivers/redis.ts';
 import type { BackgroundRunner } from '../kernel/background.ts';
 import type { CoreDeps, Logger, RequestHeaders } from '../kernel/context.ts';
 import { createKeyring, type HmacSha256Hex } from '../kernel/crypto.ts';
-import { createRedisRateLimiter, createTrackerBudgets } from '../kernel/limits.ts';
+import { createRedisRateLimiter, createTrackerBudgets, type RateLimiter, type TrackerBudgets } from '../kernel/limits.ts';
 import { trustedProxies } from '../kernel/net/client-address.ts';
 import type { WebhookTransport } from '../kernel/net/webhook-destination.ts';
 import type { Database } from '../kernel/sql.ts';
@@ -19,8 +19,8 @@ import { createPeopleDataLabsResearch } from '../research/people-data-labs.ts';
 import type { ProfileResearch } from '../research/profile.ts';
 import { urlOnlyResearch } from '../research/url-only.ts';
 import type { Env } from './config.ts';
-import { createCoreDeps } from './deps.ts';
-import { type IpDataSources, ipDepsFor } from './ip-deps.ts';
+import { type CoreDepsParts, createCoreDeps } from './deps.ts';
+import { type FreeSourceHost, type IpDataSources, ipDepsFor } from './ip-deps.ts';
 
 /**
  * What only the runtime can supply; everything else is decided here, from configuration, the same
@@ -48,6 +48,10 @@ export interface HostRuntime {
   digest?: (key: string) => string;
   /** Where the local IP data comes from; without it IP lookups answer 503. */
   ipSources?: IpDataSources;
+  /** The runtime's DNS resolver for the reverse-DNS source; absent, that source is off. */
+  dnsResolver?: FreeSourceHost['dnsResolver'];
+  /** `IP_DATABASES`, opened by the host (which owns files) before it composes. */
+  operatorDatabases?: NonNullable<FreeSourceHost['databases']> & { close?(): void };
   /**
    * What a failure to load the IP data means. Without this, the process fails to start (a broken
    * install); with it, the error is reported here and IP lookups answer 503 (an Edge Function
@@ -67,7 +71,40 @@ export interface HostRuntime {
   headersOf?: (env: unknown) => RequestHeaders | undefined;
 }
 
-export type BuiltDeps = CoreDeps & { db: Database; runner: BackgroundRunner; close(): Promise<void> };
+/**
+ * What a caller puts in place of configuration's choice. Production passes none, so every one
+ * follows configuration. The test harness (tests/support/app.ts) runs the same composition and
+ * swaps only these: fakes of the ports we do not own (payments, the AI engine, profile research, the
+ * IP providers inside `ip`), limits a test is about (or generous ones for tests that are not), and
+ * its own timing (the receiver timeout, the write-behind delay, the tracker worker stepped by hand).
+ */
+export interface DepsChoices {
+  rateLimiter?: RateLimiter;
+  connectLinkRateLimiter?: RateLimiter;
+  trackerBudgets?: TrackerBudgets;
+  payments?: PaymentProcessor;
+  ai?: AiEngine;
+  research?: ProfileResearch;
+  /** The waterfall's dependencies over the opened database, in place of the configured ones (IP_DATA, the providers' keys). */
+  ip?: (db: Database) => Promise<ChosenIp>;
+  webhookTimeoutMs?: number;
+  trackerKick?: boolean;
+  reportFlushMs?: number;
+}
+
+/** The waterfall's dependencies, and the store to close with the rest where they hold one. */
+type ChosenIp = NonNullable<CoreDepsParts['ip']> & { store?: { close(): Promise<void> } };
+
+export type BuiltDeps = CoreDeps & {
+  db: Database;
+  runner: BackgroundRunner;
+  /**
+   * Resolves once the auth cache has heard the notifications of every change committed so far (its
+   * listener's own probe, which clears nothing); at once where the process keeps no auth cache.
+   */
+  syncAuthCache(): Promise<void>;
+  close(): Promise<void>;
+};
 
 /** Postgres at `url`, with the configured pool size and prepared-statement setting. */
 export function connectConfiguredPostgres(env: Env, url: string): Database {
@@ -106,7 +143,7 @@ export function profileResearchFor(env: Env): ProfileResearch {
  * the process listens, the waterfall's data and providers, the sweep token. `close` releases them
  * in order, after background work has drained.
  */
-export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDeps> {
+export async function buildDeps(env: Env, runtime: HostRuntime, choices: DepsChoices = {}): Promise<BuiltDeps> {
   const { db, log } = runtime;
   const keyring = await createKeyring(runtime.secret, runtime.hmacSha256Hex ? { hmacSha256Hex: runtime.hmacSha256Hex } : {});
   const redis = env.REDIS_URL && runtime.redisClient ? connectRedis(runtime.redisClient, env.REDIS_URL, log) : undefined;
@@ -114,11 +151,20 @@ export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDe
     runtime.listens && runtime.digest && env.AUTH_CACHE_TTL_SECONDS > 0
       ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS, digest: runtime.digest, log })
       : undefined;
-  let ip: Awaited<ReturnType<typeof ipDepsFor>> | undefined;
+  const { ip: chosenIp, ...chosen } = choices;
+  let runner: BackgroundRunner | undefined;
+  let ip: ChosenIp | undefined;
   let ipLoading: Promise<Awaited<ReturnType<typeof ipDepsFor>> | undefined> | undefined;
-  if (env.IP_DATA && runtime.ipSources) {
+  if (chosenIp) ip = await chosenIp(db);
+  else if (env.IP_DATA && runtime.ipSources) {
     const sources = runtime.ipSources;
-    const load = ipDepsFor(env, db, log, redis, sources, { follow: runtime.listens }).then(
+    // The RDAP cache fills behind lookups on the runner made below, bound late: it exists once the deps do.
+    const free: FreeSourceHost = {
+      ...(runtime.dnsResolver ? { dnsResolver: runtime.dnsResolver } : {}),
+      ...(runtime.operatorDatabases ? { databases: runtime.operatorDatabases } : {}),
+      background: (name, task) => runner?.run(name, task),
+    };
+    const load = ipDepsFor(env, db, log, redis, sources, { follow: runtime.listens }, free).then(
       (loaded) => (ip = loaded),
       (err: unknown) => {
         if (!runtime.onIpDataError) throw err;
@@ -129,7 +175,7 @@ export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDe
     if (runtime.loadIpInBackground) ipLoading = load;
     else await load;
   }
-  const deps = createCoreDeps({
+  const configured: CoreDepsParts & { db: Database } = {
     db,
     keyring,
     webhooks: runtime.webhooks,
@@ -158,16 +204,22 @@ export async function buildDeps(env: Env, runtime: HostRuntime): Promise<BuiltDe
       },
       redis,
     ),
-  });
+  };
+  const deps = createCoreDeps({ ...configured, ...chosen });
+  runner = deps.runner;
   const built: BuiltDeps = {
     ...deps,
+    syncAuthCache: async () => {
+      await auth?.sync();
+    },
     async close() {
       await deps.runner.drain();
       await runtime.webhooks.close?.();
       await auth?.unlisten();
       // A load still running would open its store after this close: let it finish first.
       await built.ipLoading?.catch(() => undefined);
-      await ip?.store.close();
+      await ip?.store?.close();
+      runtime.operatorDatabases?.close?.();
       await redis?.close();
       await db.close();
     },

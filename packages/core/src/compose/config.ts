@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { AZURE_DEFAULT_API_VERSION, llmApiStyle } from '../ai/openai-compatible.ts';
+import { RdapEnvSchema } from '../ip/rdap/index.ts';
+import { ReverseDnsSettings } from '../ip/reverse-dns/index.ts';
 import { DEFAULT_TRACKER_BUDGETS } from '../kernel/limits.ts';
 import { parseCidr } from '../kernel/net/ip.ts';
 
@@ -166,6 +168,18 @@ export const EnvSchema = z.object({
   AUTH_CACHE_MAX_KEYS: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
   /** Load the local IP databases at start (set 0 for a partner-API-only process). */
   IP_DATA: flag.default(true),
+  /** The operator's own MaxMind / IPinfo `.mmdb` files, comma-separated paths (Node host); the type is read from each file. */
+  IP_DATABASES: z
+    .string()
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /**
+   * When the paid providers are asked: `unconfirmed` (only when the free sources did not confirm a
+   * company: fewer paid calls) or `always`.
+   */
+  PAID_LOOKUPS: z.enum(['unconfirmed', 'always']).default('unconfirmed'),
+  ...ReverseDnsSettings.shape,
+  ...RdapEnvSchema.shape,
   /**
    * Create and print a demo partner on an empty database. Unset means: on the embedded default
    * only. A live partner with a printed key must never appear on a production database because

@@ -6,6 +6,7 @@ import type { AuthCache } from '../auth/auth-cache.ts';
 import type { WriteBehindHost } from '../drivers/write-behind.ts';
 import { createApiLookupRecorder } from '../ip/record-api-lookup.ts';
 import type { IpDeps } from '../ip/resolve-ip.ts';
+import { createAfterWork } from '../kernel/after-work.ts';
 import { type BackgroundRunner, createBackgroundRunner } from '../kernel/background.ts';
 import type { CoreDeps, Logger, RequestHeaders } from '../kernel/context.ts';
 import type { Keyring } from '../kernel/crypto.ts';
@@ -16,6 +17,7 @@ import type { Sql } from '../kernel/sql.ts';
 import { builtinProcessor, type PaymentProcessor } from '../payments/processor.ts';
 import type { ProfileResearch } from '../research/profile.ts';
 import { urlOnlyResearch } from '../research/url-only.ts';
+import { AFTER_WORK } from './after-work.ts';
 
 export interface CoreDepsParts {
   db: Sql;
@@ -53,7 +55,10 @@ export interface CoreDepsParts {
   connectLinkRateLimiter?: RateLimiter;
 }
 
-/** The one place dependencies are assembled, with the production defaults; hosts pass what differs. */
+/**
+ * buildDeps' last step (build-deps.ts), and only its: the parts configuration and the caller's
+ * choices decided, assembled into CoreDeps with the background runner and the write-behind reports.
+ */
 export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }): CoreDeps & { db: D; runner: BackgroundRunner } {
   const runner = createBackgroundRunner(parts.log, parts.handOff);
   const reports: WriteBehindHost = {
@@ -74,6 +79,7 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     ai: parts.ai ?? builtinEngine,
     research: parts.research ?? urlOnlyResearch,
     background: (name, task) => runner.run(name, task),
+    afterWork: createAfterWork(AFTER_WORK),
     usage: createUsageMeter(reports),
     apiLookups: createApiLookupRecorder(reports),
     ...(parts.ip ? { ip: parts.ip } : {}),

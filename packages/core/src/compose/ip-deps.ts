@@ -2,13 +2,17 @@ import type { SharedRedis } from '../drivers/redis.ts';
 import { consensus } from '../ip/consensus.ts';
 import { createPeopleDataLabsEnrichment } from '../ip/enrichment.ts';
 import type { AsnBase } from '../ip/local-data.ts';
+import type { OperatorDatabaseLookup } from '../ip/operator-databases/index.ts';
+import { OwnershipSource } from '../ip/ownership/index.ts';
 import { createPeopleDataLabsPersonMatcher } from '../ip/person-match.ts';
 import { createIpapiIsProvider } from '../ip/providers/ipapi-is.ts';
 import { createIpinfoProvider } from '../ip/providers/ipinfo.ts';
 import { queryProviders } from '../ip/providers/run.ts';
 import { createSnitcherProvider } from '../ip/providers/snitcher.ts';
-import { createRecentResults } from '../ip/recent-results.ts';
-import type { IpDeps } from '../ip/resolve-ip.ts';
+import { createRdapSource, postgresRdapStore, rdapOptionsFromEnv } from '../ip/rdap/index.ts';
+import type { FreeSources, IpDeps } from '../ip/resolve-ip.ts';
+import { createRecentResults } from '../ip/result-cache.ts';
+import { createReverseDnsSource, type DnsResolver, type ReverseDnsOptions, reverseDnsOptions } from '../ip/reverse-dns/index.ts';
 import { createIpStore, type IpStore, type IpStoreOptions } from '../ip/store.ts';
 import type { EnrichmentProvider, IpProvider, PersonMatcher } from '../ip/types.ts';
 import type { Logger } from '../kernel/context.ts';
@@ -25,18 +29,30 @@ export interface IpDataSources {
   country(): Promise<{ get(ip: string): { country_code?: string } | null }>;
 }
 
-/** Everything the waterfall needs except the providers and consensus, which the caller chooses. */
+/**
+ * The free sources but the network's owner (which buildIpDeps makes from the loaded data): each
+ * null when turned off or not available on this host.
+ */
+export type FreeSourceParts = Omit<FreeSources, 'ownership'>;
+
+/**
+ * Everything the waterfall needs except the providers and consensus, which the caller chooses. The
+ * network-ownership source is made from the loaded ASN data; the other free sources are the
+ * caller's (`free`; without it, none: a waterfall of the local data and the providers only).
+ */
 export async function buildIpDeps(
   db: Database,
   log: Logger,
   rest: Pick<IpDeps, 'providers' | 'providerTimeoutMs' | 'decide' | 'query' | 'enrichment' | 'personMatch' | 'recentResults' | 'sharedResults'>,
   sources: IpDataSources,
   opts: IpStoreOptions = {},
+  free?: FreeSourceParts,
 ): Promise<IpDeps & { store: IpStore }> {
   const [base, country] = await Promise.all([sources.base(), sources.country()]);
   const store = await createIpStore(db, log, base, opts);
   return {
     ...rest,
+    ...(free ? { free: { ownership: OwnershipSource.fromBase(base), ...free } } : {}),
     store,
     data: store.data,
     reload: store.reload,
@@ -87,7 +103,30 @@ export function redisSharedResults(redis: SharedRedis): NonNullable<IpDeps['shar
   };
 }
 
-/** The waterfall's dependencies from configuration: providers, consensus, caches and the kept-current local data. */
+/** What only a host can give the free sources: a DNS resolver, the operator's opened database files, a background runner. */
+export interface FreeSourceHost {
+  /** The runtime's resolver for reverse DNS (Node: node:dns; Deno: Deno.resolveDns); absent, no reverse DNS. */
+  dnsResolver?: (opts: ReverseDnsOptions) => DnsResolver;
+  /** `IP_DATABASES`, opened by the host at start (a bad file stops start-up there). */
+  databases?: { lookUp(ip: string): OperatorDatabaseLookup };
+  /** Runs the RDAP cache's fills behind the lookups (CoreDeps.background). */
+  background?: (name: string, task: () => Promise<unknown>) => void;
+}
+
+/** The free sources configuration turns on, with what the host gives them. */
+export function freeSourcesFor(env: Env, db: Database, log: Logger, host: FreeSourceHost): FreeSourceParts {
+  const dns = reverseDnsOptions(env);
+  return {
+    databases: host.databases ?? null,
+    reverseDns: dns.enabled && host.dnsResolver ? createReverseDnsSource({ resolver: host.dnsResolver(dns), timeoutMs: dns.timeoutMs }) : null,
+    rdap: env.RDAP
+      ? createRdapSource({ store: postgresRdapStore(db), log, ...(host.background ? { background: host.background } : {}) }, rdapOptionsFromEnv(env))
+      : null,
+    paidAfterConfirmed: env.PAID_LOOKUPS === 'always',
+  };
+}
+
+/** The waterfall's dependencies from configuration: providers, consensus, the free sources, caches and the kept-current local data. */
 export async function ipDepsFor(
   env: Env,
   db: Database,
@@ -95,6 +134,7 @@ export async function ipDepsFor(
   redis: SharedRedis | undefined,
   sources: IpDataSources,
   opts: IpStoreOptions = {},
+  host: FreeSourceHost = {},
 ): Promise<IpDeps & { store: IpStore }> {
   const { providers, enrichment, personMatch } = providersFor(env);
   return buildIpDeps(
@@ -112,5 +152,6 @@ export async function ipDepsFor(
     },
     sources,
     opts,
+    freeSourcesFor(env, db, log, host),
   );
 }

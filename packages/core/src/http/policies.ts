@@ -2,12 +2,12 @@ import { z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { assertConnectedUser } from '../account/assert-connected-user.ts';
 import { authenticateAccountActor, authenticateKey, authenticatePartner, findAccountActorKey } from '../auth/authenticate.ts';
+import { startAfterWork } from '../kernel/after-work.ts';
 import type { Caller, PartnerCaller } from '../kernel/context.ts';
 import { AppError, type ErrorCode, unauthorized } from '../kernel/errors.ts';
 import { clientAddress } from '../kernel/net/client-address.ts';
 import { clientLimitKey } from '../kernel/net/ip.ts';
 import { assertPoolHasIds } from '../ledger/assert-pool-has-ids.ts';
-import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import type { HonoEnv } from './hono-env.ts';
 import { requestHeader } from './request-header.ts';
 
@@ -98,16 +98,13 @@ const forgetCachedKeys: MiddlewareHandler<HonoEnv> = async (c, next) => {
 };
 
 /**
- * After a partner action commits, its events' first delivery attempts start in the background: the
+ * After a partner action commits (the route has answered, below 400), its events' first delivery
+ * attempts are started as after-work (`webhook-delivery`, the verb every other start uses): the
  * response never waits for them and a slow or failing receiver never fails the action.
  */
 const dispatchAfterAction: MiddlewareHandler<HonoEnv> = async (c, next) => {
   await next();
-  if (c.res.status < 400) {
-    const deps = c.get('deps');
-    const partnerAccountId = partnerCallerOf(c).accountId;
-    deps.background('webhooks', () => dispatchNewEvents({ ctx: deps, input: { partnerAccountId } }));
-  }
+  if (c.res.status < 400) startAfterWork(c.get('deps'), 'webhook-delivery', { partnerAccountId: partnerCallerOf(c).accountId });
 };
 
 /**

@@ -1,9 +1,15 @@
 import { AiEngineError, IcpDraft, type ProductFacts } from '../ai/engine.ts';
-import { coalescedKick } from '../kernel/background.ts';
+import { startAfterWork } from '../kernel/after-work.ts';
 import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { findUnstorableText } from '../kernel/storable-text.ts';
-import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { ICP_FIELD_NAMES } from './schemas.ts';
+
+declare module '../kernel/after-work.ts' {
+  interface AfterWorkKinds {
+    /** The generation worker (generateIcps), after a create or a regenerate committed. */
+    'icp-generation': undefined;
+  }
+}
 
 /** ICPs one claim takes: each is one engine call, run together. */
 const ICPS_PER_CLAIM = 8;
@@ -114,12 +120,12 @@ async function generateOne(ctx: CoreDeps, claimed: Claimed): Promise<{ outcome: 
 /**
  * The generation worker: ICPs waiting in `generating` are drafted by the AI engine from their
  * product, off the request path. Claims are bounded, leased and taken with SKIP LOCKED
- * (`sl_claim_icp_generations`, the attempt counted at the claim), so replicas, the kick after a
- * create and the scheduled sweep share the work, and a worker that died is taken over once its
+ * (`sl_claim_icp_generations`, the attempt counted at the claim), so replicas, the after-work
+ * (`icp-generation`) a create starts and the scheduled sweep share the work, and a worker that died is taken over once its
  * lease runs out. A draft fills only the fields the caller left out (`sl_settle_icp_generation`);
  * a failure is retried 1, 5 and 30 minutes later while it may pass and attempts remain, else the
  * ICP ends `failed` with the reason (`sl_fail_icp_generation`). Either way the account hears of it
- * (icp.generated, icp.generation_failed), delivered in the background.
+ * (icp.generated, icp.generation_failed), delivered as after-work (`webhook-delivery`).
  */
 export async function generateIcps({
   ctx,
@@ -138,10 +144,7 @@ export async function generateIcps({
       report[r.outcome]++;
       if (r.accountId && r.outcome !== 'retrying') accounts.add(r.accountId);
     }
-    for (const accountId of accounts) ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId: accountId } }));
+    for (const accountId of accounts) startAfterWork(ctx, 'webhook-delivery', { partnerAccountId: accountId });
   }
   return report;
 }
-
-/** Drafts ICPs right after a create or a regenerate commits (background.ts: one run per process at a time). */
-export const kickIcpGeneration = coalescedKick('icp-generation', (ctx) => generateIcps({ ctx, input: { maxClaims: 5 } }));

@@ -1,15 +1,14 @@
 import { beginIdempotentRequest, releaseIdempotentRequest } from '../account/idempotent-request.ts';
+import { startAfterWork } from '../kernel/after-work.ts';
 import type { ConnectedUserCaller, CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { changeIcpState } from './change-icp-state.ts';
 import { createIcp } from './create-icp.ts';
 import { createProduct } from './create-product.ts';
 import { deleteIcp } from './delete-icp.ts';
-import { kickIcpGeneration } from './generate-icps.ts';
 import { listIcps } from './list-icps.ts';
 import { listProducts } from './list-products.ts';
 import type { IcpActionRequest } from './schemas.ts';
-import { kickIcpScoring } from './score-identifications.ts';
 import { updateProduct } from './update-product.ts';
 
 /** How long a request holds its idempotency key before a repeat may take the work over. */
@@ -97,7 +96,7 @@ async function perform(ctx: CoreDeps, accountId: string, key: string, request: M
     case 'create_icp': {
       const { action: _action, ...icp } = request;
       const created = await inOneTransaction(201, (tx) => createIcp({ ctx: tx, input: { accountId, icp } }));
-      kickIcpGeneration(ctx);
+      startAfterWork(ctx, 'icp-generation');
       return created;
     }
     case 'approve_icp':
@@ -107,8 +106,8 @@ async function perform(ctx: CoreDeps, accountId: string, key: string, request: M
     case 'regenerate_icp': {
       const action = request.action;
       const answer = await inOneTransaction(200, (tx) => changeIcpState({ ctx: tx, input: { accountId, icpId: request.icp_id, action } }));
-      if (action === 'activate_icp') kickIcpScoring(ctx);
-      if (action === 'regenerate_icp') kickIcpGeneration(ctx);
+      if (action === 'activate_icp') startAfterWork(ctx, 'icp-scoring');
+      if (action === 'regenerate_icp') startAfterWork(ctx, 'icp-generation');
       return answer;
     }
     case 'delete_icp':

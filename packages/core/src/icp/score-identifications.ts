@@ -1,8 +1,14 @@
 import type { CompanyCharacteristics } from '../ai/engine.ts';
-import { coalescedKick } from '../kernel/background.ts';
 import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import type { Sql } from '../kernel/sql.ts';
 import { type ScoringIcp, type ScoringSubject, scoreIdentification } from './score-identification.ts';
+
+declare module '../kernel/after-work.ts' {
+  interface AfterWorkKinds {
+    /** The scoring worker (scoreIdentifications), after identifications settled or an ICP became active. */
+    'icp-scoring': undefined;
+  }
+}
 
 /** Identifications one transaction scores: each is scored against every active ICP of its account. */
 const IDENTIFICATIONS_PER_BATCH = 200;
@@ -160,8 +166,8 @@ async function backfillBatch(ctx: CoreDeps, size: number): Promise<{ scored: num
  * transactions until empty or `maxBatches`: identifications that landed since the last run, then
  * the ICPs activated since, each scored against every identification its account has. Scores are
  * upserted, so a row scored by both (it landed while its ICP was being backfilled) is written
- * twice with the same result. Run by the scheduled sweep, and kicked after identifications settle
- * and after an activation.
+ * twice with the same result. Run by the scheduled sweep, and started as after-work
+ * (`icp-scoring`) after identifications settle and after an activation.
  */
 export async function scoreIdentifications({ ctx, input }: VerbArgs<{ batchSize?: number; maxBatches?: number }, CoreDeps>): Promise<ScoringReport> {
   const size = input.batchSize ?? IDENTIFICATIONS_PER_BATCH;
@@ -183,6 +189,3 @@ export async function scoreIdentifications({ ctx, input }: VerbArgs<{ batchSize?
   }
   return report;
 }
-
-/** Scores right after identifications settle or an ICP becomes active (background.ts: one run per process at a time). */
-export const kickIcpScoring = coalescedKick('icp-scoring', (ctx) => scoreIdentifications({ ctx, input: { maxBatches: 10 } }));

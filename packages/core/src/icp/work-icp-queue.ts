@@ -14,8 +14,9 @@ export interface IcpQueueReport {
  * The AI engine work as the schedulers run it (the sweep function, the Node host every minute): ICPs
  * due for generation are drafted (retries included, and the claims of workers that died), then
  * identifications are scored against the active ICPs, then the credits api-full-request workers
- * held and never settled (they died) go back once their holds expire. The kicks after a create, an
- * activation and a settled identification run the same verbs at once; this is what catches up after them.
+ * held and never settled (they died) go back once their holds expire. The after-work a create, an
+ * activation and a settled identification start runs the same verbs at once; this is what catches
+ * up after it.
  */
 export async function workIcpQueue({ ctx }: VerbArgs<Record<string, never>, CoreDeps>): Promise<IcpQueueReport> {
   const generation = await generateIcps({ ctx, input: {} });

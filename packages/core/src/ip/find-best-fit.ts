@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
 import type { VerbArgs } from '../kernel/context.ts';
 import { IpAddress } from '../kernel/schemas.ts';
-import { lookUpWithCredits } from './charge-lookup.ts';
 import { Matches } from './identify-company.ts';
+import { lookUpWithCredits } from './look-up-with-credits.ts';
 import { ConfidenceLevel } from './types.ts';
 
 export const FindBestFitInput = z

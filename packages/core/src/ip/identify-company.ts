@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import type { VerbArgs } from '../kernel/context.ts';
 import { IpAddress } from '../kernel/schemas.ts';
-import { lookUpWithCredits } from './charge-lookup.ts';
+import { lookUpWithCredits } from './look-up-with-credits.ts';
 import { ConfidenceLevel, TrafficType } from './types.ts';
 
 export const IdentifyCompanyInput = z.object({ ip: IpAddress }).strict().openapi('IpToCompanyRequest');

@@ -15,11 +15,22 @@ export {
   type OverlayRow,
   type RangeList,
 } from './local-data.ts';
-export { cleanCompanyName, type OwnershipOptions, type OwnershipRules, OwnershipSource } from './ownership/index.ts';
+export { cleanCompanyName } from './ownership/clean-company-name.ts';
+export { type OwnershipRules, OwnershipSource } from './ownership/ownership-source.ts';
 export { queryProviders } from './providers/run.ts';
 export { Ipv4Index, Ipv6Index } from './ranges.ts';
-export { createRecentResults } from './recent-results.ts';
 export { createApiLookupRecorder } from './record-api-lookup.ts';
-export type { CachedVerdict, IpDeps, Verdict } from './resolve-ip.ts';
-export { decodeAsnSnapshot, EDGE_DATA_FILES, encodeAsnSnapshot, gunzip } from './snapshot.ts';
-export { type EnrichmentProvider, type IpProvider, type PersonMatcher, type ProviderAnswer, type SourceAnswer, TrafficType } from './types.ts';
+export type { IpDeps } from './resolve-ip.ts';
+export { type CachedVerdict, createRecentResults } from './result-cache.ts';
+export { listedDomainTraffic } from './reverse-dns/classify-reverse-name.ts';
+export { decodeAsnSnapshot, EDGE_DATA_FILES, encodeAsnSnapshot, gunzip } from './shipped-data/snapshot.ts';
+export { snapshotSources } from './shipped-data/snapshot-sources.ts';
+export {
+  type EnrichmentProvider,
+  type IpProvider,
+  type PersonMatcher,
+  type ProviderAnswer,
+  type SourceAnswer,
+  TrafficType,
+  type Verdict,
+} from './types.ts';

@@ -1,5 +1,5 @@
 import { createWriteBehind, type WriteBehindHost } from '../drivers/write-behind.ts';
-import type { Verdict } from './resolve-ip.ts';
+import type { Verdict } from './types.ts';
 
 /**
  * Remembers the identified businesses each key looked up with ip-to-company or ip-to-best-fit

@@ -1,14 +1,26 @@
-import type { VerbArgs } from '../kernel/context.ts';
-import { AppError } from '../kernel/errors.ts';
-import { forbiddenAddressClass, parseIp } from '../kernel/net/ip.ts';
 import { levelOf, unidentified } from './consensus.ts';
-import type { LocalAnswer, LocalIpData } from './local-data.ts';
-import type { RecentResults } from './recent-results.ts';
-import { readStoredResult, type StoredResult } from './stored-results.ts';
-import type { ConsensusResult, EnrichmentProvider, IpProvider, PersonMatcher, ProviderAnswer, TrafficType } from './types.ts';
+import type { LocalAnswer, LocalFacts, LocalIpData } from './local-data.ts';
+import type { OperatorDatabaseLookup } from './operator-databases/index.ts';
+import type { OwnershipSource } from './ownership/index.ts';
+import type { RdapSource } from './rdap/index.ts';
+import type { CachedVerdict, ResultTiers } from './result-cache.ts';
+import type { ReverseDnsSource } from './reverse-dns/index.ts';
+import {
+  type ConsensusResult,
+  type EnrichmentProvider,
+  FREE_TYPES,
+  type IpProvider,
+  type PersonMatcher,
+  type ProviderAnswer,
+  type SourceAnswer,
+  type Verdict,
+} from './types.ts';
 
-/** What the identification waterfall needs, assembled at the entry point. */
-export interface IpDeps {
+/**
+ * What the identification waterfall needs, assembled at the entry point, with the result cache's
+ * upper tiers (result-cache.ts: this process's recent results, Redis when configured).
+ */
+export interface IpDeps extends ResultTiers {
   /** The current local data (reloaded after imports and learned records). */
   data(): LocalIpData;
   /** The country database's answer; `data().facts` asks it only where its own table does not answer (IPv6). */
@@ -30,30 +42,45 @@ export interface IpDeps {
   learn(ip: string, company: { domain: string; company_name: string; confidence: number }): Promise<void>;
   /** Re-reads imported ranges and company records after an import. */
   reload?(): Promise<void>;
-  /** This process's recent results (recent-results.ts), in front of everything else. */
-  recentResults?: RecentResults<CachedVerdict>;
-  /** Results shared by the replicas in front of Postgres (Redis); values are `SharedEntry` JSON. */
-  sharedResults?: { get(key: string): Promise<string | null>; set(key: string, value: string, ttlSeconds: number): Promise<void> };
+  /** The free sources consulted before any paid provider; absent (a hand-built waterfall), none. */
+  free?: FreeSources;
 }
 
 /**
- * Whose 7-day cache a lookup reads and fills: an account's results for one operation (`tracker`:
- * the visitor identifications of the account's trackers, paid in IDs rather than credits).
+ * The free identification tier beside the local data: each source is one more voter with its own
+ * confidence (consensus.ts counts agreement by origin), and each may be turned off (null).
  */
-export type IpOperation = CreditOperation | 'tracker';
-/** The lookups paid in credits. */
-export type CreditOperation = 'ip-to-company' | 'ip-to-best-fit';
-/** Spec: ip-to-company costs 5 credits per business match; ip-to-best-fit 8 per lookup. */
-export const COST: Record<CreditOperation, number> = { 'ip-to-company': 5, 'ip-to-best-fit': 8 };
-/** VPN, hosting and ISP answers are never charged. */
-export const FREE_TYPES: ReadonlySet<TrafficType> = new Set(['vpn', 'hosting', 'isp']);
+export interface FreeSources {
+  /** Who owns the routing network, when that is a company (ip/ownership). */
+  ownership: OwnershipSource | null;
+  /** The operator's own MaxMind / IPinfo files (`IP_DATABASES`). */
+  databases: { lookUp(ip: string): OperatorDatabaseLookup } | null;
+  /** Forward-confirmed reverse DNS (`RDNS`, `DNS_SERVERS`). */
+  reverseDns: ReverseDnsSource | null;
+  /** The registries' record of the address's block (`RDAP`, `RDAP_BASE_URL`). */
+  rdap: RdapSource | null;
+  /** Ask the paid providers even when the free sources confirmed a company (`PAID_LOOKUPS=always`). */
+  paidAfterConfirmed: boolean;
+}
 
-/** The internal verdict both endpoints are rendered from: the consensus fields plus the context. */
-export interface Verdict extends ConsensusResult {
-  ip: string;
-  vpn_provider: string | null;
-  country_code: string;
-  decision_makers?: { name: string; title: string | null; linkedin_url: string | null }[];
+/**
+ * How a lookup settled: a stored result (`cache`, already paid for), an address no lookup is made
+ * for (`reserved`: nothing to pay or store), or a fresh verdict from the local data or the providers
+ * (`lookup`: the caller pays for it and stores it).
+ */
+export type Resolution =
+  | { source: 'cache'; verdict: CachedVerdict }
+  | { source: 'reserved'; verdict: Verdict }
+  | { source: 'lookup'; verdict: Verdict };
+
+/**
+ * What the free steps leave when the paid providers may tell more: the local answer (with the
+ * country) and the free sources' votes, which consensus weighs again beside the providers'.
+ */
+export interface PaidLookupNeeded {
+  source: 'providers';
+  local: LocalFacts;
+  free: SourceAnswer[];
 }
 
 function fromLocal(ip: string, country: string, local: LocalAnswer): Verdict {
@@ -73,120 +100,110 @@ function fromLocal(ip: string, country: string, local: LocalAnswer): Verdict {
   };
 }
 
-/** A result as a cache serves it: shared by every request for its key, so frozen. */
-export type CachedVerdict = Readonly<Verdict & { cached: true }>;
-
-/** What the shared results hold: the result and when it stops being served (epoch ms). */
-export interface SharedEntry {
-  expires_at: number;
-  result: Verdict;
+/**
+ * The answer for a private or reserved address (`addressClass`, from forbiddenAddressClass): no
+ * lookup is made for it, so nothing is paid or stored. Callers check the class before any cache,
+ * so such an address never costs a read.
+ */
+export function reservedVerdict(ip: string, addressClass: string): Verdict {
+  return { ip, ...unidentified(`This is a ${addressClass} address, not one seen on the public internet.`), vpn_provider: null, country_code: '' };
 }
 
-export function frozenHit(v: Verdict): CachedVerdict {
-  Object.freeze(v.matches);
-  if (v.decision_makers) Object.freeze(v.decision_makers);
-  return Object.freeze({ ...v, cached: true as const });
-}
+/** Local classes the free sources do not question: a VPN or hosting range stays one whatever its PTR says. */
+const SETTLED_LOCALLY: ReadonlySet<string> = new Set(['vpn', 'hosting', 'education', 'government']);
 
 /**
- * What a lookup settles on, before anyone pays: a stored result (`cache`, already paid for), an
- * address no lookup is made for (`reserved`: nothing to pay or store), or a fresh verdict from the
- * local data or the providers (`lookup`: the caller pays for it and stores it).
+ * The free steps of resolving a public address that no cache holds, spending no money. The local
+ * data settles a VPN, hosting, education or government network and a known company record at once.
+ * Otherwise the free sources vote (the owner of the network, the operator's databases, reverse DNS,
+ * RDAP; consensus.ts weighs them): inside an ISP's network they may find a company's own block, and
+ * the ISP's answer stands when they do not; elsewhere, their verdict stands unless paid providers are
+ * (or, for ip-to-best-fit, `enrich`ment) are configured and the free sources did not confirm a
+ * company. Whether they may be asked is the caller's decision (who pays, and with what) before
+ * `resolveWithProviders`.
  */
-export type Resolution =
-  | { source: 'cache'; verdict: CachedVerdict }
-  | { source: 'reserved'; verdict: Verdict }
-  | { source: 'lookup'; verdict: Verdict };
-
-export interface ResolveIpInput {
-  /** A valid IPv4 or IPv6 address (the route's schema checked it). */
-  ip: string;
-  accountId: string;
-  operation: IpOperation;
-  /**
-   * Called once, only when the answer needs the paid providers, before any is called: it throws
-   * (402) when the caller cannot pay for what the lookup may cost.
-   */
-  beforePaidLookup(): Promise<void>;
-  /**
-   * The account's stored result for the address, when the caller has read it already (the tracker
-   * worker reads a whole claim's in one statement); null when none is stored. Left out, it is read here.
-   */
-  stored?: StoredResult | null;
-  /** Context for ip-to-best-fit's deeper enrichment of an unresolved IP. */
-  enrich?: { website?: string | undefined; description?: string | undefined } | undefined;
-}
-
-/** The caches' key of a lookup: per operation and account, as results are stored. */
-export function lookupCacheKey(operation: IpOperation, accountId: string, ip: string): string {
-  // v2: the shared cache holds `SharedEntry` values (v1 held bare results, which a replica still on the
-  // old code would misread during a rolling deploy).
-  return `sl:ip:v2:${operation}:${accountId}:${ip}`;
-}
-
-/** Keeps a stored result in this process until its expiry; the copy is what a hit returns. */
-export function rememberResult(ipDeps: IpDeps, key: string, result: Verdict, expiresAt: number): CachedVerdict {
-  const hit = frozenHit(result);
-  ipDeps.recentResults?.set(key, hit, expiresAt);
-  return hit;
-}
-
-/**
- * Resolves an address, spending no money: private/reserved → unknown; the account's 7-day cache
- * (this process's recent results, then Redis, then Postgres) → the stored result; local
- * VPN/hosting/ISP/education/government → a free answer; a local business record → answered;
- * otherwise, after `beforePaidLookup` agreed, the paid providers in parallel and consensus, then for
- * ip-to-best-fit deeper enrichment of what is still unresolved. A confirmed provider answer is
- * learned as a local record. Paying, and storing the result, is the caller's next step
- * (chargeLookupCredits, or the ID ledger for tracker identifications).
- */
-export async function resolveIp({ ctx, input }: VerbArgs<ResolveIpInput>): Promise<Resolution> {
-  // A server still loading its local data answers this lookup once the data is in.
-  const ipDeps = ctx.ip ?? (await ctx.ipLoading);
-  if (!ipDeps) throw new AppError('ip_data_unavailable', 'IP identification is not configured on this deployment, or its local data did not load');
-  const parsed = parseIp(input.ip);
-  if (!parsed) throw new Error(`resolveIp was given ${JSON.stringify(input.ip)}, which the route should have refused`);
-  const ip = input.ip;
-
-  const reserved = forbiddenAddressClass(parsed);
-  if (reserved) {
-    const verdict = {
-      ip,
-      ...unidentified(`This is a ${reserved} address, not one seen on the public internet.`),
-      vpn_provider: null,
-      country_code: '',
-    };
-    return { source: 'reserved', verdict };
-  }
-
-  const cacheKey = lookupCacheKey(input.operation, input.accountId, ip);
-  const recent = ipDeps.recentResults?.get(cacheKey);
-  if (recent) return { source: 'cache', verdict: recent };
-  const shared = await ipDeps.sharedResults?.get(cacheKey).catch(() => null);
-  const entry = shared ? sharedEntry(shared) : null;
-  if (entry && entry.expires_at > Date.now()) return { source: 'cache', verdict: rememberResult(ipDeps, cacheKey, entry.result, entry.expires_at) };
-  const stored = input.stored !== undefined ? input.stored : await readStoredResult(ctx, input.accountId, input.operation, ip);
-  if (stored) return { source: 'cache', verdict: rememberResult(ipDeps, cacheKey, stored.result, Date.now() + stored.ttlMs) };
-
+export async function resolveLocally(
+  ipDeps: IpDeps,
+  ip: string,
+  opts: { enrich?: boolean } = {},
+): Promise<{ source: 'lookup'; verdict: Verdict } | PaidLookupNeeded> {
   // One call for the local answer and the country (an IPv4 address is one table search).
   const local = ipDeps.data().facts(ip, ipDeps.countryOf);
-  if (!local) throw new Error(`resolveIp could not look up ${JSON.stringify(ip)}, which parsed`);
+  if (!local) throw new Error(`resolveLocally could not look up ${JSON.stringify(ip)}, which parsed`);
   const country = local.country_code ?? '';
-  if (local.traffic_type !== null) return { source: 'lookup', verdict: fromLocal(ip, country, local) };
+  if (local.company || (local.traffic_type !== null && SETTLED_LOCALLY.has(local.traffic_type))) {
+    return { source: 'lookup', verdict: fromLocal(ip, country, local) };
+  }
+  if (local.traffic_type === 'isp') {
+    // An ISP's network: only what names this address's own block or line (RDAP's registration, a
+    // confirmed PTR, the operator's databases) can find a company in it, so the network's owner does
+    // not vote again; when they name none, the ISP's answer stands.
+    const votes = await freeVotes(ipDeps.free, ip, local, { owner: false });
+    const decided = votes.length ? ipDeps.decide(votes) : null;
+    const verdict = decided?.identified ? { ip, ...decided, vpn_provider: null, country_code: country } : fromLocal(ip, country, local);
+    return { source: 'lookup', verdict };
+  }
+  const free = await freeVotes(ipDeps.free, ip, local, { owner: true });
+  const decided = free.length ? ipDeps.decide(free) : null;
+  const confirmed = decided?.identified === true && decided.confidence_level === 'confirmed';
+  const paidSteps = ipDeps.providers.length > 0 || (opts.enrich === true && ipDeps.enrichment !== null);
+  if (paidSteps && (!confirmed || ipDeps.free?.paidAfterConfirmed)) return { source: 'providers', local, free };
+  if (!decided) {
+    return { source: 'lookup', verdict: { ...fromLocal(ip, country, local), reason: `${local.reason} No identification provider is configured.` } };
+  }
+  return { source: 'lookup', verdict: { ip, ...decided, reason: withLocalReason(local, decided), vpn_provider: null, country_code: country } };
+}
 
-  await input.beforePaidLookup();
+/** The network's owner leads the reason when the sources named nobody ("belongs to … (AS…)"). */
+function withLocalReason(local: LocalFacts, decided: ConsensusResult): string {
+  return decided.identified ? decided.reason : `${local.reason} ${decided.reason}`;
+}
+
+/** The free sources' votes on `ip`: the local ones at once, reverse DNS and RDAP together, each within its own timeout. */
+async function freeVotes(free: FreeSources | undefined, ip: string, local: LocalFacts, ask: { owner: boolean }): Promise<SourceAnswer[]> {
+  if (!free) return [];
+  const votes: SourceAnswer[] = [];
+  const owned = ask.owner ? free.ownership?.answer(local) : null;
+  if (owned) votes.push(owned);
+  if (free.databases) votes.push(...free.databases.lookUp(ip).answers);
+  const [named, registered] = await Promise.all([
+    free.reverseDns ? free.reverseDns.lookup(ip) : null,
+    free.rdap ? free.rdap.lookup(ip, { name: local.org, trafficType: local.traffic_type }) : null,
+  ]);
+  if (named) votes.push(named);
+  if (registered) votes.push(registered);
+  return votes;
+}
+
+/**
+ * The paid step, once the caller has decided the lookup may be paid for: the paid providers in
+ * parallel and consensus, then for ip-to-best-fit (`enrich`) deeper enrichment of what is still
+ * unresolved. A confirmed answer is learned as a local record. Paying for the verdict, and storing
+ * it, is the caller's next step (result-cache.ts's storeResult, or the ID ledger for tracker
+ * identifications).
+ */
+export async function resolveWithProviders(
+  ipDeps: IpDeps,
+  ip: string,
+  local: LocalFacts,
+  enrich?: { website?: string | undefined; description?: string | undefined },
+  free: readonly SourceAnswer[] = [],
+): Promise<Verdict> {
+  const country = local.country_code ?? '';
   const { answers, failures } = await ipDeps.query(ipDeps.providers, ip, { timeoutMs: ipDeps.providerTimeoutMs });
-  const decided = ipDeps.decide(answers);
+  const votes: ProviderAnswer[] = [...free, ...answers];
+  const decided = ipDeps.decide(votes);
   let verdict: Verdict = { ip, ...decided, vpn_provider: null, country_code: country };
   if (!answers.length) {
+    const before = free.length ? withLocalReason(local, decided) : local.reason;
     verdict.reason = ipDeps.providers.length
-      ? `${local.reason} No identification provider answered${failures.length ? ` (${failures.map((f) => f.provider).join(', ')} failed)` : ''}.`
-      : `${local.reason} No identification provider is configured.`;
+      ? `${before} No identification provider answered${failures.length ? ` (${failures.map((f) => f.provider).join(', ')} failed)` : ''}.`
+      : `${before} No identification provider is configured.`;
   }
-  if (decided.traffic_type === 'vpn') verdict.vpn_provider = answers.find((a) => a.traffic_type === 'vpn')?.company_name ?? null;
-  if (input.enrich && !verdict.identified && ipDeps.enrichment && !FREE_TYPES.has(verdict.traffic_type)) {
+  if (decided.traffic_type === 'vpn') verdict.vpn_provider = votes.find((a) => a.traffic_type === 'vpn')?.company_name ?? null;
+  if (enrich && !verdict.identified && ipDeps.enrichment && !FREE_TYPES.has(verdict.traffic_type)) {
     const deeper = await ipDeps.enrichment
-      .enrich({ ip, website: input.enrich.website, description: input.enrich.description }, AbortSignal.timeout(ipDeps.providerTimeoutMs))
+      .enrich({ ip, website: enrich.website, description: enrich.description }, AbortSignal.timeout(ipDeps.providerTimeoutMs))
       .catch(() => null);
     if (deeper?.domain) {
       const confidence = deeper.confidence ?? 0.6;
@@ -207,17 +224,7 @@ export async function resolveIp({ ctx, input }: VerbArgs<ResolveIpInput>): Promi
   if (verdict.identified && verdict.confidence_level === 'confirmed' && verdict.domain && verdict.company_name) {
     await ipDeps.learn(ip, { domain: verdict.domain, company_name: verdict.company_name, confidence: verdict.confidence });
   }
-  return { source: 'lookup', verdict };
-}
-
-/** A shared-results value, or null for one this version cannot read (it is then looked up afresh). */
-function sharedEntry(text: string): SharedEntry | null {
-  try {
-    const v = JSON.parse(text) as Partial<SharedEntry> | null;
-    return v && typeof v.expires_at === 'number' && v.result && typeof v.result === 'object' ? (v as SharedEntry) : null;
-  } catch {
-    return null;
-  }
+  return verdict;
 }
 
 declare module '../kernel/context.ts' {

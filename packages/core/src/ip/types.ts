@@ -92,3 +92,21 @@ export interface PersonMatcher {
   readonly name: string;
   matchPerson(input: { ip: string; domain: string }, signal: AbortSignal): Promise<PersonMatch | null>;
 }
+
+/**
+ * Whose 7-day cache a lookup reads and fills: an account's results for one operation (`tracker`:
+ * the visitor identifications of the account's trackers, paid in IDs rather than credits).
+ */
+export type IpOperation = CreditOperation | 'tracker';
+/** The lookups paid in credits. */
+export type CreditOperation = 'ip-to-company' | 'ip-to-best-fit';
+/** VPN, hosting and ISP answers are never charged, and never sent to deeper enrichment. */
+export const FREE_TYPES: ReadonlySet<TrafficType> = new Set(['vpn', 'hosting', 'isp']);
+
+/** The internal verdict both endpoints and the tracker are rendered from: the consensus fields plus the context. */
+export interface Verdict extends ConsensusResult {
+  ip: string;
+  vpn_provider: string | null;
+  country_code: string;
+  decision_makers?: EnrichmentPerson[];
+}

@@ -18,8 +18,8 @@ export interface Logger {
  * typed here need only kernel types; each domain adds its own slot beside the type it owns, by
  * augmenting this interface (`declare module '../kernel/context.ts'`: ai/engine.ts, payments/
  * processor.ts, research/profile.ts, account/usage-meter.ts, auth/auth-cache.ts, ip/resolve-ip.ts,
- * ip/record-api-lookup.ts), so the kernel imports no domain and no domain imports another's
- * composition.
+ * ip/record-api-lookup.ts; kernel/after-work.ts adds `afterWork`), so the kernel imports no domain
+ * and no domain imports another's composition.
  */
 export interface CoreDeps {
   db: Sql;
@@ -33,7 +33,8 @@ export interface CoreDeps {
   rateLimiter: RateLimiter;
   /**
    * Runs work after the response without delaying or failing it (Node: a tracked promise; Deno:
-   * EdgeRuntime.waitUntil). Failures are logged by the implementation.
+   * EdgeRuntime.waitUntil). Failures are logged by the implementation. The host's runner: after-work
+   * is started through `startAfterWork` (after-work.ts), which runs it here.
    */
   background(name: string, task: () => Promise<unknown>): void;
   /** The bearer token scheduled sweeps must present (`SWEEP_SECRET`); absent, sweeps are refused. */

@@ -1,4 +1,5 @@
-export { coalescedKick, createBackgroundRunner } from './background.ts';
+export { type AfterWorkTable, createAfterWork, startAfterWork } from './after-work.ts';
+export { createBackgroundRunner } from './background.ts';
 export { createBatchedRead } from './batched-read.ts';
 export { type CoreDeps, type KeyRecord, type Logger, type PartnerCaller, type PartnerCtx, type RequestHeaders, silentLogger } from './context.ts';
 export {

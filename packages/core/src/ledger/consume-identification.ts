@@ -1,5 +1,5 @@
+import { startAfterWork } from '../kernel/after-work.ts';
 import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
-import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { runAutoReload } from './run-auto-reload.ts';
 
 export type ConsumeOutcome = 'consumed' | 'suspended' | 'revoked' | 'canceled' | 'no_ids' | 'pool_exhausted' | 'not_metered' | 'unknown_key';
@@ -26,22 +26,19 @@ async function consumeOnce(ctx: CoreDeps, apiKeyId: string): Promise<ConsumeRow>
  * Uses one ID for an identification by tracker key `apiKeyId` (one SQL function, one transaction):
  * child quota first (which also draws on the pool: quota, then top-up, then invoice overage), then
  * the child's top-up. The consumption that uses the last ID suspends the child and emits
- * child.suspended exactly once. When the pool crosses its auto-reload threshold the reload runs in
- * the background; when a prepaid pool is empty the reload runs first and the consumption is tried
- * once more.
+ * child.suspended exactly once. When the pool crosses its auto-reload threshold the reload is
+ * started as after-work; when a prepaid pool is empty the reload runs first, in this request, and
+ * the consumption is tried once more.
  */
 export async function consumeIdentification({ ctx, input }: VerbArgs<{ apiKeyId: string }>): Promise<ConsumeResult> {
   let row = await consumeOnce(ctx, input.apiKeyId);
-  if (row.emitted && row.partner_account_id) {
-    const partnerAccountId = row.partner_account_id;
-    ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId } }));
-  }
+  if (row.emitted && row.partner_account_id) startAfterWork(ctx, 'webhook-delivery', { partnerAccountId: row.partner_account_id });
   if (row.reload_pool_id) {
     const poolId = row.reload_pool_id;
     if (row.outcome === 'pool_exhausted') {
       if ((await runAutoReload({ ctx, input: { poolId } })) === 'credited') row = await consumeOnce(ctx, input.apiKeyId);
     } else {
-      ctx.background('auto-reload', () => runAutoReload({ ctx, input: { poolId } }));
+      startAfterWork(ctx, 'auto-reload', { poolId });
     }
   }
   return { outcome: row.outcome, child_source: row.child_source, pool_source: row.pool_source };

@@ -10,6 +10,13 @@ interface ReloadRow {
   reload_started_at: Date | null;
 }
 
+declare module '../kernel/after-work.ts' {
+  interface AfterWorkKinds {
+    /** Charges the pool's reload (runAutoReload), after the consumption that claimed it committed. */
+    'auto-reload': { poolId: string };
+  }
+}
+
 /**
  * Charges one auto-reload that sl_claim_reload marked in flight (one per pool). The idempotency key
  * is tied to the claim, so a retried request cannot charge twice; a success credits the pool through

@@ -1,6 +1,5 @@
 import type { z } from '@hono/zod-openapi';
 import { beginIdempotentRequest, releaseIdempotentRequest } from '../account/idempotent-request.ts';
-import { startCreditReload } from '../account/run-credit-reload.ts';
 import {
   AiEngineError,
   countCharacters,
@@ -12,11 +11,11 @@ import {
   ResearchSummary,
   type SenderProfile,
 } from '../ai/engine.ts';
+import { startAfterWork } from '../kernel/after-work.ts';
 import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { AppError, sqlCall } from '../kernel/errors.ts';
 import { findUnstorableText } from '../kernel/storable-text.ts';
 import { urlOnlyProfile } from '../research/url-only.ts';
-import { dispatchNewEvents } from '../webhooks/delivery.ts';
 import { researchFromCallerText } from './caller-research.ts';
 import { holdCredits, releaseCreditHold } from './credit-holds.ts';
 import { fullRequestCost } from './prices.ts';
@@ -378,9 +377,8 @@ async function completeMessage(ctx: CoreDeps, plan: Plan, research: Research, me
     throw err;
   }
   if (!row) throw new Error('sl_complete_message returned no row');
-  if (row.reload) startCreditReload(ctx, plan.accountId);
-  const accountId = plan.accountId;
-  ctx.background('account-webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId: accountId } }));
+  if (row.reload) startAfterWork(ctx, 'credit-reload', { accountId: plan.accountId });
+  startAfterWork(ctx, 'webhook-delivery', { partnerAccountId: plan.accountId });
   return row.body;
 }
 

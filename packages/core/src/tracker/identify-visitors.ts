@@ -1,10 +1,9 @@
-import { kickIcpScoring } from '../icp/score-identifications.ts';
-import { type Resolution, resolveIp, type Verdict } from '../ip/resolve-ip.ts';
-import { readStoredResults, type StoredResult } from '../ip/stored-results.ts';
-import type { PersonMatch } from '../ip/types.ts';
+import { type IpDeps, type Resolution, reservedVerdict, resolveLocally, resolveWithProviders } from '../ip/resolve-ip.ts';
+import { readCachedResult, readStoredResults, type StoredResult } from '../ip/result-cache.ts';
+import type { PersonMatch, Verdict } from '../ip/types.ts';
+import { startAfterWork } from '../kernel/after-work.ts';
 import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
-import { runAutoReload } from '../ledger/run-auto-reload.ts';
-import { dispatchNewEvents } from '../webhooks/delivery.ts';
+import { forbiddenAddressClass, parseIp } from '../kernel/net/ip.ts';
 import { createIdentificationSettler, type Settled, type SettleItem } from './settle-identifications.ts';
 
 /** Identifications one claim takes: the lookups of a claim run together, so keep it a small batch. */
@@ -85,6 +84,8 @@ async function personFor(ctx: CoreDeps, v: Verdict): Promise<PersonMatch | null>
 
 /** What the identifications of one claim share. */
 interface Claim {
+  /** The waterfall the claim's addresses are resolved with. */
+  ipDeps: IpDeps;
   settle: (item: SettleItem) => Promise<Settled>;
   /** The account's stored results for the claim's addresses, by identification id (one statement for the claim). */
   stored: Map<string, StoredResult>;
@@ -93,6 +94,27 @@ interface Claim {
   report: IdentificationReport;
   /** Partners whose new events the claim's end dispatches. */
   partners: Set<string>;
+}
+
+/**
+ * The visitor's address resolved as ip-to-company resolves one, under the account's `tracker`
+ * results: reserved, then the result cache (the claim's stored rows read already), then the local
+ * data, then, when the key can still use an ID (paid in IDs: a key that could not when its claim was
+ * worked costs no provider calls), the providers.
+ */
+async function resolveVisitor(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<Resolution> {
+  const { ipDeps } = claim;
+  const parsed = parseIp(row.ip);
+  if (!parsed) throw new Error(`${JSON.stringify(row.ip)} is not an address, which should have been refused before`);
+  const reserved = forbiddenAddressClass(parsed);
+  if (reserved) return { source: 'reserved', verdict: reservedVerdict(row.ip, reserved) };
+  const scope = { accountId: row.account_id, operation: 'tracker' as const, ip: row.ip };
+  const cached = await readCachedResult(ctx, ipDeps, scope, claim.stored.get(row.id) ?? null);
+  if (cached) return { source: 'cache', verdict: cached };
+  const free = await resolveLocally(ipDeps, row.ip);
+  if (free.source === 'lookup') return free;
+  if (!(await claim.canPay(row.api_key_id))) throw new CannotPay();
+  return { source: 'lookup', verdict: await resolveWithProviders(ipDeps, row.ip, free.local, undefined, free.free) };
 }
 
 async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<void> {
@@ -104,12 +126,7 @@ async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<v
   }
   let resolution: Resolution;
   try {
-    // Paid in IDs: a key that could not use one when its claim was worked costs no provider calls.
-    const beforePaidLookup = async () => {
-      if (!(await claim.canPay(row.api_key_id))) throw new CannotPay();
-    };
-    const stored = claim.stored.get(row.id) ?? null;
-    resolution = await resolveIp({ ctx, input: { ip: row.ip, accountId: row.account_id, operation: 'tracker', beforePaidLookup, stored } });
+    resolution = await resolveVisitor(ctx, claim, row);
   } catch (err) {
     if (err instanceof CannotPay) {
       await ctx.db`select sl_drop_identification(${row.id}::uuid)`;
@@ -136,10 +153,7 @@ async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<v
   else if (settled.outcome === 'consumed' || settled.outcome === 'not_metered') report.identified++;
   else if (settled.outcome !== 'settled') report.dropped++;
   if (settled.emitted && settled.partner_account_id) partners.add(settled.partner_account_id);
-  if (settled.reload_pool_id) {
-    const poolId = settled.reload_pool_id;
-    ctx.background('auto-reload', () => runAutoReload({ ctx, input: { poolId } }));
-  }
+  if (settled.reload_pool_id) startAfterWork(ctx, 'auto-reload', { poolId: settled.reload_pool_id });
 }
 
 /**
@@ -159,11 +173,9 @@ export async function identifyVisitors({
   const report: IdentificationReport = { identified: 0, failed: 0, dropped: 0, retried: 0, claims: 0 };
   // A deployment without the IP data identifies nobody; the identifications wait for one that has it.
   // A server still loading its data finishes that first.
-  if (!ctx.ip) {
-    const ip = await ctx.ipLoading;
-    if (!ip) return report;
-    ctx = { ...ctx, ip };
-  }
+  const ipDeps = ctx.ip ?? (await ctx.ipLoading);
+  if (!ipDeps) return report;
+  if (!ctx.ip) ctx = { ...ctx, ip: ipDeps };
   const settle = createIdentificationSettler(ctx);
   const batchSize = input.batchSize ?? IDENTIFICATIONS_PER_CLAIM;
   for (let i = 0; i < (input.maxClaims ?? 100); i++) {
@@ -173,6 +185,7 @@ export async function identifyVisitors({
     report.claims++;
     const payable = new Map<string, Promise<boolean>>();
     const claim: Claim = {
+      ipDeps,
       settle,
       report,
       partners: new Set<string>(),
@@ -199,11 +212,11 @@ export async function identifyVisitors({
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, claimed.length) }, lane));
-    for (const partnerAccountId of claim.partners) ctx.background('webhooks', () => dispatchNewEvents({ ctx, input: { partnerAccountId } }));
+    for (const partnerAccountId of claim.partners) startAfterWork(ctx, 'webhook-delivery', { partnerAccountId });
     // A short claim took all that was claimable: what is queued meanwhile is the next run's.
     if (claimed.length < batchSize) break;
   }
   // New identifications are scored against their account's active ICPs at once, not at the next sweep.
-  if (report.identified > 0) kickIcpScoring(ctx);
+  if (report.identified > 0) startAfterWork(ctx, 'icp-scoring');
   return report;
 }

@@ -5,4 +5,4 @@ export { type IdentificationReport, identifyVisitors } from './identify-visitors
 export { Identification, ListIdentificationsInput, listIdentifications } from './list-identifications.ts';
 export { ListVisitorsInput, listVisitors, VisitorsPage, visitorsPageBody } from './list-visitors.ts';
 export { COLLECT_PATH, renderTrackerScript, serveTrackerScript, TRACKER_CACHE_CONTROL, TrackerScriptFile } from './serve-script.ts';
-export { kickTrackerQueue, workTrackerQueue } from './work-tracker-queue.ts';
+export { workTrackerQueue } from './work-tracker-queue.ts';

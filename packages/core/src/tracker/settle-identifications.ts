@@ -1,4 +1,4 @@
-import type { Verdict } from '../ip/resolve-ip.ts';
+import type { Verdict } from '../ip/types.ts';
 import type { CoreDeps } from '../kernel/context.ts';
 import { nextTurn } from '../kernel/next-turn.ts';
 

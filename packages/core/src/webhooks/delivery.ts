@@ -425,9 +425,16 @@ async function deliver(ctx: CoreDeps, plan: LeasePlan, opts: ClaimOptions & { ma
   return total;
 }
 
+declare module '../kernel/after-work.ts' {
+  interface AfterWorkKinds {
+    /** First attempts of a partner's new events (dispatchNewEvents), after the commit that wrote them to the outbox. */
+    'webhook-delivery': { partnerAccountId: string };
+  }
+}
+
 /**
  * First attempts of a partner's new events, right after the action that emitted them committed.
- * Runs in the background (never delays or fails the action); first attempts are not capped. Each
+ * Started as after-work (`webhook-delivery`: never delays or fails the action); first attempts are not capped. Each
  * claim is sized so its batch finishes within its lease (DELIVERY_LEASE), so no replica sends the
  * same attempt while this one is alive. `lease` exists for tests that scale time down.
  */

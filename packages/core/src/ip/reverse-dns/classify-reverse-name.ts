@@ -73,6 +73,12 @@ export function classifyReverseName(name: string, address: ParsedIp, list: RdnsD
 }
 
 /** The list entry of the name's registrable domain, or of a longer suffix of the name if one is listed. */
+/** The reviewed list's class of a carrier's or host's registrable domain (`verizon.net` → isp), or null when unlisted. */
+export function listedDomainTraffic(domain: string, list: RdnsDomainList = SHIPPED_RDNS_DOMAINS): TrafficType | null {
+  const entry = list.domains.get(domain.toLowerCase());
+  return entry ? TRAFFIC_OF[entry.type] : null;
+}
+
 function listedEntry(name: string, registrable: string, list: RdnsDomainList) {
   let candidate = name;
   while (candidate.length >= registrable.length) {

@@ -4,7 +4,7 @@
  * supabase/functions/_shared/dns-resolver.ts on Deno); the composition reads RDNS, DNS_SERVERS and
  * RDNS_TIMEOUT_MS once (ReverseDnsSettings) and builds the source with createReverseDnsSource.
  */
-export { classifyReverseName, RDNS_CONFIDENCE, RDNS_SOURCE } from './classify-reverse-name.ts';
+export { classifyReverseName, listedDomainTraffic, RDNS_CONFIDENCE, RDNS_SOURCE } from './classify-reverse-name.ts';
 export { confirmReverseName, MAX_PTR_NAMES, normalisePtrName } from './confirm-reverse-name.ts';
 export { type AddressRecordType, type DnsResolver, formatAddress, lookupAddress, reverseLookupName, sameAddress } from './dns-resolver.ts';
 export { type DnsServer, dnsServerText, parseDnsServers } from './dns-servers.ts';

@@ -1,5 +1,5 @@
-import type { AsnBase, RangeList, ShippedRanges } from './local-data.ts';
-import { Ipv4Index, Ipv6Index, LITTLE_ENDIAN } from './ranges.ts';
+import type { AsnBase, RangeList, ShippedRanges } from '../local-data.ts';
+import { Ipv4Index, Ipv6Index, LITTLE_ENDIAN } from '../ranges.ts';
 
 /**
  * The shipped base data as one compact binary file, for deployments that cannot read the npm
