@@ -1,5 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { cleanCompanyName, type LocalFacts, LocalIpData, OwnershipSource, type SourceAnswer } from '@sightline/core';
+import {
+  cleanCompanyName,
+  consensus,
+  type IpDeps,
+  type LocalFacts,
+  LocalIpData,
+  OwnershipSource,
+  resolveLocally,
+  type SourceAnswer,
+} from '@sightline/core';
 import { openCountryReader, readAsnBase } from '@sightline/host';
 import { getDomain } from 'tldts';
 import companyNetworks from '../packages/core/data/company-networks.json' with { type: 'json' };
@@ -140,6 +149,19 @@ export async function run(): Promise<void> {
     },
     { name: 'ownership', vote: (_ip, f) => ownership.answer(f) },
   ];
+  // The waterfall production runs (resolveLocally: the local data, then the free sources and
+  // consensus), with no paid provider: the verdict a customer would be charged for.
+  const ipDeps: IpDeps = {
+    data: () => local,
+    countryOf: (ip) => country.get(ip)?.country_code ?? null,
+    providers: [],
+    providerTimeoutMs: 0,
+    decide: (answers) => consensus(answers, { weights: {} }),
+    query: async () => ({ answers: [], failures: [] }),
+    enrichment: null,
+    learn: async () => {},
+    free: { ownership, databases: null, reverseDns: null, rdap: null, paidAfterConfirmed: false },
+  };
   const curated = new Set([...Object.keys(networkClasses.asns), ...Object.keys(companyNetworks.networks)].map(Number));
   const rows = readRows();
   const tallies = new Map<string, Tally>();
@@ -164,10 +186,11 @@ export async function run(): Promise<void> {
     if (!facts) continue;
     const votes = sources.map((s) => ({ source: s.name, answer: s.vote(row.ip, facts) }));
     const business = votes.filter((v) => v.answer?.traffic_type === 'business');
-    const against = votes.some((v) => v.answer && v.answer.traffic_type !== 'business' && v.answer.traffic_type !== null);
-    const answered = business.length > 0 && !against;
-    const company = business.find((v) => v.answer?.company_name)?.answer ?? null;
-    const domain = business.find((v) => v.answer?.domain)?.answer?.domain ?? null;
+    const resolved = await resolveLocally(ipDeps, row.ip);
+    const verdict = resolved.source === 'lookup' ? resolved.verdict : null;
+    const answered = verdict?.identified === true && verdict.traffic_type === 'business';
+    const company = answered ? verdict : null;
+    const domain = answered ? verdict.domain : null;
     const keys = ['all', `half ${half(row.asn)}`, `source ${row.source}`];
     // Domain precision counts every answered domain the source can check, curated ones included.
     if (answered && domain && row.domain) {

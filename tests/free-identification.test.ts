@@ -113,4 +113,14 @@ describe('free identification, no paid provider', () => {
       dns.setMode('answer');
     }
   });
+
+  it('refuses a business answer an account cannot pay for with a 402, and still answers an ISP free', async () => {
+    const broke = await seedDirectAccount(env.deps, 'Broke');
+    const refused = await call(env, 'ip-to-company', { method: 'POST', key: broke.key, body: { ip: '171.159.64.20' } });
+    expect(refused.status).toBe(402);
+    expect(refused.body).toMatchObject({ success: false, code: 'insufficient_credits' });
+    const free = await call(env, 'ip-to-company', { method: 'POST', key: broke.key, body: { ip: '89.246.65.9' } });
+    expect(free.status).toBe(200);
+    expect(free.body).toMatchObject({ traffic_type: 'isp' });
+  });
 });

@@ -70,7 +70,7 @@ describe('npm start on the embedded default', { timeout: 90_000 }, () => {
     const lookups = answers.filter(isLookup);
     expect(answers.filter((a) => !isLookup(a)).every((a) => a.success)).toBe(true);
     // The demo partner has lookup credits: the README's ip-to-company names the company, not 402.
-    expect(lookups).toEqual([expect.objectContaining({ identified: true, traffic_type: 'business', domain: 'apple.com' })]);
+    expect(lookups).toEqual([expect.objectContaining({ identified: true, traffic_type: 'business', domain: 'ford.com' })]);
     // The visitor walked end to end: its beacon aggregated, identified and listed for the child's key.
     expect(answers.at(-1)?.visitors?.map((v) => v.domain)).toEqual(['apple.com']);
   });
