@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import {
   cleanCompanyName,
   consensus,
+  csvFields,
   type IpDeps,
   type LocalFacts,
   LocalIpData,
@@ -52,34 +53,12 @@ const NEGATIVE = new Set(['isp', 'mobile', 'hosting', 'vpn']);
 
 function readRows(): Row[] {
   const [header, ...lines] = readFileSync(DATASET, 'utf8').trimEnd().split('\n');
-  const cols = splitCsvLine(header ?? '');
+  const cols = csvFields(header ?? '');
   return lines.map((line) => {
-    const cells = splitCsvLine(line);
+    const cells = csvFields(line);
     const get = (c: string) => cells[cols.indexOf(c)] ?? '';
     return { ip: get('ip'), label: get('label'), asn: Number(get('asn')), name: get('name'), domain: get('domain'), source: get('source') };
   });
-}
-
-function splitCsvLine(line: string): string[] {
-  const out: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i] as string;
-    if (quoted) {
-      if (c === '"' && line[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      out.push(field);
-      field = '';
-    } else field += c;
-  }
-  out.push(field);
-  return out;
 }
 
 /** Which half an ASN falls in: a fixed hash, so the halves never change between runs. */

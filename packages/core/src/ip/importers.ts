@@ -135,8 +135,8 @@ export function normaliseDomain(value: string): string | null {
   return /^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{1,62}$/.test(v) ? v : null;
 }
 
-/** Splits one CSV line with double-quote escaping. */
-function csvFields(line: string): string[] {
+/** Splits one CSV line with double-quote escaping (RFC 4180 quoting); fields are trimmed. */
+export function csvFields(line: string): string[] {
   const out: string[] = [];
   let cur = '';
   let quoted = false;

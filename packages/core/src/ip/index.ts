@@ -3,7 +3,7 @@ export { countryTableFromMmdb } from './country.ts';
 export { BestFit, FindBestFitInput, findBestFit } from './find-best-fit.ts';
 export { IdentifyCompanyInput, IpLookupResult, identifyCompany } from './identify-company.ts';
 export { storeCompanies, storeRanges } from './import-store.ts';
-export { parseCidrList, parseCloudRanges, parseCompanyCsv } from './importers.ts';
+export { csvFields, parseCidrList, parseCloudRanges, parseCompanyCsv } from './importers.ts';
 export {
   type AsnBase,
   type CompanyRow,
