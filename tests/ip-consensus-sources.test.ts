@@ -315,4 +315,45 @@ describe('disagreement and risky traffic pull a company down', () => {
     expect(result.reason).toBe('providers disagree: Acme (1 provider), acme.co.uk (1 provider), acme.com (1 provider)');
     expect(result.matches.map((m) => m.domain).sort()).toEqual(['acme.co.uk', 'acme.com']);
   });
+
+  it("a name that may be the one domain's company under another name joins it (IBM beside ibm.com)", () => {
+    const owner: SourceAnswer = {
+      provider: 'ownership',
+      traffic_type: 'business',
+      domain: null,
+      company_name: 'International Business Machines Corporation',
+      confidence: 0.65,
+      country_code: null,
+      reason: 'AS2140 is owned by International Business Machines Corporation',
+    };
+    expect(consensus([paid('ipinfo', 'ibm.com', 'IBM'), owner], equal)).toMatchObject({
+      identified: true,
+      domain: 'ibm.com',
+      confidence_level: 'confirmed',
+    });
+  });
+
+  it('a source counts once on the business side, however many business claims it makes', () => {
+    const vote = (provider: string, traffic_type: SourceAnswer['traffic_type'], company_name: string | null, confidence: number): SourceAnswer => ({
+      provider,
+      traffic_type,
+      domain: null,
+      company_name,
+      confidence,
+      country_code: null,
+      reason: provider,
+    });
+    // The owner names a company and MaxMind (the same origin: the ASN registry) says business with no name;
+    // reverse DNS and RDAP both say ISP. The ISP side is two origins against one.
+    const result = consensus(
+      [
+        vote('ownership', 'business', 'Acme Widgets', 0.65),
+        vote('maxmind', 'business', null, 0.6),
+        vote('rdns', 'isp', null, 0.6),
+        vote('rdap', 'isp', null, 0.6),
+      ],
+      equal,
+    );
+    expect(result).toMatchObject({ identified: false, traffic_type: 'isp' });
+  });
 });

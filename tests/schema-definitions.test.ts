@@ -74,11 +74,17 @@ describe.skipIf(!(await oldWayMigrations()))('a database migrated the old way', 
       // The files hold each object exactly as the last of the old migrations left it, but for the
       // functions changed on purpose since (the same statements, written once).
       const runnerOwn = ['schema_definitions'];
+      // Tables the versioned migrations added after the old way are not in a database migrated then:
+      // the first comparison leaves them out; the upgrade below adds them, and then all is equal.
+      const oldNames = new Set(((await oldWayMigrations()) ?? []).map((m) => m.name));
+      const newer = (await loadSchema()).migrations
+        .filter((m) => !oldNames.has(m.name))
+        .flatMap((m) => [...m.sql.matchAll(/create table (?:if not exists )?([a-z_]+)/gi)].map((t) => (t[1] as string).toLowerCase()));
       const unchanged = (c: Record<string, string[]>) => ({
         ...c,
         functions: c.functions?.filter((f) => !CHANGED_SINCE_OLD_WAY.some((name) => f.startsWith(`CREATE OR REPLACE FUNCTION public.${name}(`))),
       });
-      expect(unchanged(await catalogOf(old.db, runnerOwn))).toEqual(unchanged(await catalogOf(fresh.db, runnerOwn)));
+      expect(unchanged(await catalogOf(old.db, runnerOwn))).toEqual(unchanged(await catalogOf(fresh.db, [...runnerOwn, ...newer])));
       expect(await migrate(old.db, await loadSchema())).not.toEqual([]);
       expect(await catalogOf(old.db)).toEqual(await catalogOf(fresh.db));
       // And the runner has nothing left to do there.

@@ -152,17 +152,22 @@ export async function buildDeps(env: Env, runtime: HostRuntime, choices: DepsCho
       ? await listenAuthCache(db, { ttlMs: env.AUTH_CACHE_TTL_SECONDS * 1000, maxEntries: env.AUTH_CACHE_MAX_KEYS, digest: runtime.digest, log })
       : undefined;
   const { ip: chosenIp, ...chosen } = choices;
-  let runner: BackgroundRunner | undefined;
   let ip: ChosenIp | undefined;
   let ipLoading: Promise<Awaited<ReturnType<typeof ipDepsFor>> | undefined> | undefined;
   if (chosenIp) ip = await chosenIp(db);
   else if (env.IP_DATA && runtime.ipSources) {
     const sources = runtime.ipSources;
-    // The RDAP cache fills behind lookups on the runner made below, bound late: it exists once the deps do.
     const free: FreeSourceHost = {
       ...(runtime.dnsResolver ? { dnsResolver: runtime.dnsResolver } : {}),
       ...(runtime.operatorDatabases ? { databases: runtime.operatorDatabases } : {}),
-      background: (name, task) => runner?.run(name, task),
+      // The RDAP cache fills behind lookups, paced by each registry's budget: a queue can take
+      // minutes, and a fill lost at shutdown costs one query later, so fills are not after-work the
+      // process drains before it exits.
+      background: (name, task) => {
+        void task().catch((err: unknown) =>
+          log.warn('background task failed', { task: name, error: err instanceof Error ? err.message : String(err) }),
+        );
+      },
     };
     const load = ipDepsFor(env, db, log, redis, sources, { follow: runtime.listens }, free).then(
       (loaded) => (ip = loaded),
@@ -206,7 +211,6 @@ export async function buildDeps(env: Env, runtime: HostRuntime, choices: DepsCho
     ),
   };
   const deps = createCoreDeps({ ...configured, ...chosen });
-  runner = deps.runner;
   const built: BuiltDeps = {
     ...deps,
     syncAuthCache: async () => {

@@ -112,8 +112,9 @@ export const CONSENSUS_RULES = {
  */
 export const SOURCE_ORIGINS: Readonly<Record<string, string>> = {
   // The AS owner's registration. Ownership repeats the local class when the local data has one, and
-  // the operator's databases classify by ownership's verdict and name the AS owner from their
-  // AS-level fields (GeoLite2 ASN, IPinfo Lite's as_name and as_domain). A MaxMind answer does not
+  // the operator's databases may classify by ownership's verdict (`ownerTraffic`, when a host passes
+  // it) and name the AS owner from their AS-level fields (GeoLite2 ASN, IPinfo Lite's as_name and
+  // as_domain). A MaxMind answer does not
   // say which of its fields it came from, so its own (GeoIP2's user_type, organization) are counted
   // here too: the databases never confirm ownership's company, while a different company or type
   // they report still counts, origins being counted per claim.
@@ -239,8 +240,10 @@ export function consensus(answers: readonly ProviderAnswer[], opts: ConsensusOpt
     .sort((a, b) => b.confidence - a.confidence || a.domain.localeCompare(b.domain));
 
   const nonBusinessVotes = [...byType.values()].flat();
-  const business = support(businessVotes);
-  const nonBusiness = support(nonBusinessVotes);
+  // Each side counts an origin once (its largest vote there): a source that says both "business"
+  // and "this company" is one voice for business, not two.
+  const business = sideSupport(businessVotes);
+  const nonBusiness = sideSupport(nonBusinessVotes);
   const businessOrigins = originCount(businessVotes);
   const voters = originCount(votes);
   const presentTypes = SEVERITY.filter((t) => byType.has(t));
@@ -348,6 +351,20 @@ export function companyNameKey(name: string | null): string | null {
   return words.length > 0 ? words.join(' ') : null;
 }
 
+/**
+ * Whether a company name (its companyNameKey) may be the company of a domain: the domain's first
+ * label is the name run together ("acmewidgets"), its initials ("ibm"), or one of its words of four
+ * letters or more.
+ */
+function mayBeNamed(domain: string, key: string): boolean {
+  const label = domain.split('.')[0] ?? '';
+  if (label.length < 2) return false;
+  const words = key.split(' ');
+  return (
+    label === words.join('') || (words.length > 1 && label === words.map((w) => w[0]).join('')) || words.some((w) => w.length >= 4 && w === label)
+  );
+}
+
 function notIdentified(confidence: number, reason: string, matches: Match[]): ConsensusResult {
   return {
     identified: false,
@@ -396,8 +413,10 @@ function companies(votes: BusinessVote[]): BusinessVote[][] {
   }
   const groups = [...byDomain.values()];
   for (const [key, group] of byName) {
-    const domains = domainsNamed.get(key);
-    const joined = domains?.size === 1 ? byDomain.get([...domains][0] as string) : undefined;
+    // Given with a domain by another source, else the one domain the name may be written as
+    // ("International Business Machines" and ibm.com); a name that fits two domains joins neither.
+    const domains = domainsNamed.get(key) ?? new Set([...byDomain.keys()].filter((d) => mayBeNamed(d, key)));
+    const joined = domains.size === 1 ? byDomain.get([...domains][0] as string) : undefined;
     if (joined) joined.push(...group);
     else groups.push(group);
   }
@@ -417,6 +436,17 @@ function largestPer<T>(items: readonly T[], key: (item: T) => string, value: (it
 }
 
 /** The votes as counted: for each origin and claim the largest of its providers' votes, added up. */
+/** One side's mass (business or not): each origin's largest vote on that side, added up. */
+function sideSupport(votes: readonly Vote[]): number {
+  return sumOf(
+    largestPer(
+      votes,
+      (v) => v.origin,
+      (v) => v.value,
+    ).values(),
+  );
+}
+
 function support(votes: readonly Vote[]): number {
   return sumOf(largestPer(votes, originAndClaim, (v) => v.value).values());
 }

@@ -17,9 +17,10 @@ function costOf(operation: CreditOperation, v: Verdict): number {
 }
 
 /**
- * The 402 of a lookup paid in credits, decided here only: before any paid provider is called, the
- * account's credits must cover the most the lookup may cost. (sl_charge_lookup raises the same
- * status should the balance fall below the actual cost before the charge.)
+ * The 402 before a paid step: before any paid provider is called, the account's credits must cover
+ * the most the lookup may cost. A free verdict costs no provider call, so it is checked where it is
+ * charged: sl_charge_lookup raises the same status (and body) when the balance does not cover it,
+ * as it does should the balance fall between this check and the charge.
  */
 async function assertCanPayForLookup(ctx: CoreDeps, scope: { accountId: string; operation: CreditOperation }): Promise<void> {
   const potential = COST[scope.operation];

@@ -200,7 +200,7 @@ export async function resolveWithProviders(
       ? `${before} No identification provider answered${failures.length ? ` (${failures.map((f) => f.provider).join(', ')} failed)` : ''}.`
       : `${before} No identification provider is configured.`;
   }
-  if (decided.traffic_type === 'vpn') verdict.vpn_provider = votes.find((a) => a.traffic_type === 'vpn')?.company_name ?? null;
+  if (decided.traffic_type === 'vpn') verdict.vpn_provider = votes.find((a) => a.traffic_type === 'vpn' && a.company_name)?.company_name ?? null;
   if (enrich && !verdict.identified && ipDeps.enrichment && !FREE_TYPES.has(verdict.traffic_type)) {
     const deeper = await ipDeps.enrichment
       .enrich({ ip, website: enrich.website, description: enrich.description }, AbortSignal.timeout(ipDeps.providerTimeoutMs))

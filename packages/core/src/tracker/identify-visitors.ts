@@ -145,7 +145,8 @@ async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<v
     return;
   }
   const v = resolution.verdict;
-  const person = isBusiness(v) ? await personFor(ctx, v) : null;
+  // The person lookup is a paid call: only for a key that can still use an ID (asked once per claim).
+  const person = isBusiness(v) && (await claim.canPay(row.api_key_id)) ? await personFor(ctx, v) : null;
   // A fresh lookup is cached for the account (the reserved ranges are not worth a row).
   const cache = resolution.source === 'lookup' ? v : null;
   const settled = await settle({ id: row.id, apiKeyId: row.api_key_id, result: resultOf(v, person), cache });
