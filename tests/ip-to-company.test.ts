@@ -240,7 +240,7 @@ describe('ip-to-best-fit', () => {
 });
 
 describe('the stored result', () => {
-  it('stands until it expires: a second first lookup is charged but returns, and leaves, the first', async () => {
+  it('stands until it expires: a second first lookup (a racing replica) returns the first, and is not charged again', async () => {
     const a = await seedDirectAccount(env.deps, 'Racing replicas');
     await grantCredits({ ctx: env.deps, input: { accountId: a.account_id, credits: 10 } });
     const charge = async (domain: string, cost: number) => {
@@ -251,12 +251,26 @@ describe('the stored result', () => {
     };
     expect(await charge('first.example', 5)).toMatchObject({ balance: 5, domain: 'first.example' });
     const second = await charge('second.example', 5);
-    expect(second).toMatchObject({ balance: 0, domain: 'first.example' });
+    expect(second).toMatchObject({ balance: 5, domain: 'first.example' });
+    const debits = await env.db<{ n: number }>`select count(*)::int as n from credit_transactions where account_id = ${a.account_id} and type = 'debit'`;
+    expect(debits[0]?.n).toBe(1);
     expect(Math.abs(second.ttl - 7 * 24 * 3600_000)).toBeLessThan(60_000);
     // Once expired, the next result replaces it.
     await env.db`update ip_cache set created_at = now() - interval '8 days', expires_at = now() - interval '1 second'
                  where account_id = ${a.account_id}`;
-    expect(await charge('third.example', 0)).toMatchObject({ balance: 0, domain: 'third.example' });
+    expect(await charge('third.example', 0)).toMatchObject({ balance: 5, domain: 'third.example' });
+  });
+});
+
+describe('the stored result under concurrency', () => {
+  it('two first lookups of one address at once are charged once (the account lock orders them)', async () => {
+    const a = await seedDirectAccount(env.deps, 'Concurrent first lookups');
+    await grantCredits({ ctx: env.deps, input: { accountId: a.account_id, credits: 20 } });
+    const charge = (domain: string) => env.db`
+      select balance from sl_charge_lookup(${a.account_id}, 'ip-to-company', '198.51.100.7'::inet, 5,
+        ${JSON.stringify({ domain })}::text::jsonb, '7 days'::interval)`;
+    await Promise.all([charge('one.example'), charge('two.example'), charge('three.example')]);
+    expect(await balance(a.account_id)).toBe(15);
   });
 });
 

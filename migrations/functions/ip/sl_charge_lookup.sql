@@ -1,6 +1,9 @@
 /*
  * Charges one lookup and caches its result in the same transaction. Raises SL402 when the balance
  * is below the cost (nothing changes). A cost of 0 only caches. Returns the balance after.
+ * A result the account already holds unexpired (a concurrent first lookup of the same address,
+ * which committed while this one waited for the account's lock) is returned as it stands and not
+ * charged again: one address, one charge per 7 days.
  */
 create or replace function sl_charge_lookup(p_account uuid, p_operation text, p_ip inet, p_cost integer, p_result jsonb, p_ttl interval)
 returns table (balance integer, result jsonb, ttl_ms float8, reload boolean)
@@ -12,6 +15,13 @@ begin
   select credit_balance into v_balance from accounts where id = p_account for update;
   if v_balance is null then
     raise exception 'no account %', p_account using errcode = 'SL404';
+  end if;
+  return query
+    select v_balance, c.result, (extract(epoch from (c.expires_at - now())) * 1000)::float8, false
+    from ip_cache c
+    where c.account_id = p_account and c.operation = p_operation and c.ip = p_ip and c.expires_at > now();
+  if found then
+    return;
   end if;
   if p_cost > 0 then
     if v_balance < p_cost then

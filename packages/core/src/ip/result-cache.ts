@@ -178,7 +178,7 @@ export async function readStoredResults(
  * Stores a fresh result in every tier, paid for by `cost` credits (0 for a free answer): the
  * Postgres row and the debit are one transaction (sl_charge_lookup, which raises SL402 when the
  * balance has fallen below the cost meanwhile). A concurrent first lookup of the same address may
- * have stored its result first, and that one stands until it expires
+ * have stored its result first: that one stands until it expires and this one is not charged
  * (migrations/functions/ip/sl_charge_lookup.sql), so this process and Redis copy the stored row.
  * Answers whether the debit asks for the account's credit auto-reload.
  */
