@@ -60,6 +60,14 @@ const CURATED = new Map(
   Object.entries((companyNetworks as { networks: Record<string, CompanyNetwork> }).networks).map(([asn, c]) => [Number(asn), c]),
 );
 
+/** A vote remembered for one owner as the local data saw it. */
+interface OwnerVote {
+  org: string;
+  local: TrafficType | null;
+  company: unknown;
+  vote: SourceAnswer | null;
+}
+
 const NON_BUSINESS = new Set<TrafficType>(['isp', 'hosting', 'vpn', 'education', 'government']);
 
 export class OwnershipSource {
@@ -71,7 +79,7 @@ export class OwnershipSource {
    * 2 µs) once, and each later address of any of its ranges one map read. (Keyed by facts object, as
    * it was, a lookup over many networks missed almost always: the offline path fell to a quarter.)
    */
-  private readonly votes = new Map<number, { org: string; local: TrafficType | null; company: unknown; vote: SourceAnswer | null }>();
+  private readonly votes = new Map<number, OwnerVote[]>();
   /**
    * Per ASN row of the stats, the part of its score that does not depend on the owner's name, worked
    * out when first asked (NaN until then): the name part is added per lookup, since an ASN's row is
@@ -100,11 +108,17 @@ export class OwnershipSource {
   answer(facts: LocalFacts): SourceAnswer | null {
     const { asn, org } = facts;
     if (asn === null || org === null) return null;
-    const known = this.votes.get(asn);
-    if (known && known.org === org && known.local === facts.traffic_type && known.company === facts.company) return known.vote;
+    // One entry per way the local data sees the owner (an ASN's ranges may sit partly in a hosting
+    // list): a handful at most, so a short scan.
+    let known = this.votes.get(asn);
+    if (!known) {
+      known = [];
+      this.votes.set(asn, known);
+    }
+    for (const k of known) if (k.org === org && k.local === facts.traffic_type && k.company === facts.company) return k.vote;
     const vote = this.decide(facts);
     if (vote) Object.freeze(vote);
-    this.votes.set(asn, { org, local: facts.traffic_type, company: facts.company, vote });
+    if (known.length < 8) known.push({ org, local: facts.traffic_type, company: facts.company, vote });
     return vote;
   }
 
