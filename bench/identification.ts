@@ -7,7 +7,7 @@ import {
   type LocalFacts,
   LocalIpData,
   OwnershipSource,
-  resolveLocally,
+  resolveFree,
   type SourceAnswer,
 } from '@sightline/core';
 import { openCountryReader, readAsnBase } from '@sightline/host';
@@ -128,7 +128,7 @@ export async function run(): Promise<void> {
     },
     { name: 'ownership', vote: (_ip, f) => ownership.answer(f) },
   ];
-  // The waterfall production runs (resolveLocally: the local data, then the free sources and
+  // The waterfall production runs (resolveFree: the local data, then the free sources and
   // consensus), with no paid provider: the verdict a customer would be charged for.
   const ipDeps: IpDeps = {
     data: () => local,
@@ -165,7 +165,7 @@ export async function run(): Promise<void> {
     if (!facts) continue;
     const votes = sources.map((s) => ({ source: s.name, answer: s.vote(row.ip, facts) }));
     const business = votes.filter((v) => v.answer?.traffic_type === 'business');
-    const resolved = await resolveLocally(ipDeps, row.ip);
+    const resolved = await resolveFree(ipDeps, row.ip);
     const verdict = resolved.source === 'lookup' ? resolved.verdict : null;
     const answered = verdict?.identified === true && verdict.traffic_type === 'business';
     const company = answered ? verdict : null;

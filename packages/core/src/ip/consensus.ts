@@ -438,13 +438,7 @@ function largestPer<T>(items: readonly T[], key: (item: T) => string, value: (it
 /** The votes as counted: for each origin and claim the largest of its providers' votes, added up. */
 /** One side's mass (business or not): each origin's largest vote on that side, added up. */
 function sideSupport(votes: readonly Vote[]): number {
-  return sumOf(
-    largestPer(
-      votes,
-      (v) => v.origin,
-      (v) => v.value,
-    ).values(),
-  );
+  return perOrigin(votes, (v) => v.value);
 }
 
 function support(votes: readonly Vote[]): number {
@@ -453,13 +447,12 @@ function support(votes: readonly Vote[]): number {
 
 /** W: for each origin the largest of its voting providers' weights, added up. */
 function originWeight(votes: readonly Vote[]): number {
-  return sumOf(
-    largestPer(
-      votes,
-      (v) => v.origin,
-      (v) => v.weight,
-    ).values(),
-  );
+  return perOrigin(votes, (v) => v.weight);
+}
+
+/** For each origin the largest of `value` over its votes, added up. */
+function perOrigin(votes: readonly Vote[], value: (v: Vote) => number): number {
+  return sumOf(largestPer(votes, (v) => v.origin, value).values());
 }
 
 const originAndClaim = (v: Vote) => `${v.origin}\n${v.claim}`;

@@ -20,7 +20,7 @@ export { type OwnershipRules, OwnershipSource } from './ownership/ownership-sour
 export { queryProviders } from './providers/run.ts';
 export { Ipv4Index, Ipv6Index } from './ranges.ts';
 export { createApiLookupRecorder } from './record-api-lookup.ts';
-export { type IpDeps, resolveLocally } from './resolve-ip.ts';
+export { type IpDeps, resolveFree } from './resolve-ip.ts';
 export { type CachedVerdict, createRecentResults } from './result-cache.ts';
 export { listedDomainTraffic } from './reverse-dns/classify-reverse-name.ts';
 export { decodeAsnSnapshot, EDGE_DATA_FILES, encodeAsnSnapshot, gunzip } from './shipped-data/snapshot.ts';

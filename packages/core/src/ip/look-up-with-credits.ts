@@ -2,7 +2,7 @@ import { startAfterWork } from '../kernel/after-work.ts';
 import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { forbiddenAddressClass, parseIp } from '../kernel/net/ip.ts';
-import { type Resolution, reservedVerdict, resolveLocally, resolveWithProviders } from './resolve-ip.ts';
+import { type Resolution, reservedVerdict, resolveFree, resolveWithProviders } from './resolve-ip.ts';
 import { type LookupScope, readCachedResult, storeResult } from './result-cache.ts';
 import { type CreditOperation, FREE_TYPES, type Verdict } from './types.ts';
 
@@ -65,7 +65,7 @@ export async function lookUpWithCredits({
   let r: Resolution;
   if (cached) r = { source: 'cache', verdict: cached };
   else {
-    const free = await resolveLocally(ipDeps, input.ip, { enrich: input.enrich !== undefined });
+    const free = await resolveFree(ipDeps, input.ip, { enrich: input.enrich !== undefined });
     if (free.source === 'lookup') r = free;
     else {
       await assertCanPayForLookup(ctx, scope);

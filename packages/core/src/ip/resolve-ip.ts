@@ -106,7 +106,7 @@ function fromLocal(ip: string, country: string, local: LocalAnswer): Verdict {
  * so such an address never costs a read.
  */
 export function reservedVerdict(ip: string, addressClass: string): Verdict {
-  return { ip, ...unidentified(`This is a ${addressClass} address, not one seen on the public internet.`), vpn_provider: null, country_code: '' };
+  return fromConsensus(ip, '', unidentified(`This is a ${addressClass} address, not one seen on the public internet.`));
 }
 
 /** Local classes the free sources do not question: a VPN or hosting range stays one whatever its PTR says. */
@@ -117,19 +117,19 @@ const SETTLED_LOCALLY: ReadonlySet<string> = new Set(['vpn', 'hosting', 'educati
  * data settles a VPN, hosting, education or government network and a known company record at once.
  * Otherwise the free sources vote (the owner of the network, the operator's databases, reverse DNS,
  * RDAP; consensus.ts weighs them): inside an ISP's network they may find a company's own block, and
- * the ISP's answer stands when they do not; elsewhere, their verdict stands unless paid providers are
+ * the ISP's answer stands when they do not; elsewhere, their verdict stands unless paid providers
  * (or, for ip-to-best-fit, `enrich`ment) are configured and the free sources did not confirm a
  * company. Whether they may be asked is the caller's decision (who pays, and with what) before
  * `resolveWithProviders`.
  */
-export async function resolveLocally(
+export async function resolveFree(
   ipDeps: IpDeps,
   ip: string,
   opts: { enrich?: boolean } = {},
 ): Promise<{ source: 'lookup'; verdict: Verdict } | PaidLookupNeeded> {
   // One call for the local answer and the country (an IPv4 address is one table search).
   const local = ipDeps.data().facts(ip, ipDeps.countryOf);
-  if (!local) throw new Error(`resolveLocally could not look up ${JSON.stringify(ip)}, which parsed`);
+  if (!local) throw new Error(`resolveFree could not look up ${JSON.stringify(ip)}, which parsed`);
   const country = local.country_code ?? '';
   if (local.company || (local.traffic_type !== null && SETTLED_LOCALLY.has(local.traffic_type))) {
     return { source: 'lookup', verdict: fromLocal(ip, country, local) };
@@ -140,7 +140,7 @@ export async function resolveLocally(
     // not vote again; when they name none, the ISP's answer stands.
     const votes = await freeVotes(ipDeps.free, ip, local, { owner: false });
     const decided = votes.length ? ipDeps.decide(votes) : null;
-    const verdict = decided?.identified ? { ip, ...decided, vpn_provider: null, country_code: country } : fromLocal(ip, country, local);
+    const verdict = decided?.identified ? fromConsensus(ip, country, decided) : fromLocal(ip, country, local);
     return { source: 'lookup', verdict };
   }
   const free = await freeVotes(ipDeps.free, ip, local, { owner: true });
@@ -151,7 +151,12 @@ export async function resolveLocally(
   if (!decided) {
     return { source: 'lookup', verdict: { ...fromLocal(ip, country, local), reason: `${local.reason} No identification provider is configured.` } };
   }
-  return { source: 'lookup', verdict: { ip, ...decided, reason: withLocalReason(local, decided), vpn_provider: null, country_code: country } };
+  return { source: 'lookup', verdict: { ...fromConsensus(ip, country, decided), reason: withLocalReason(local, decided) } };
+}
+
+/** A verdict from consensus: it names no VPN provider; the country is the local data's. */
+function fromConsensus(ip: string, country: string, decided: ConsensusResult): Verdict {
+  return { ip, ...decided, vpn_provider: null, country_code: country };
 }
 
 /** The network's owner leads the reason when the sources named nobody ("belongs to … (AS…)"). */
@@ -193,7 +198,7 @@ export async function resolveWithProviders(
   const { answers, failures } = await ipDeps.query(ipDeps.providers, ip, { timeoutMs: ipDeps.providerTimeoutMs });
   const votes: ProviderAnswer[] = [...free, ...answers];
   const decided = ipDeps.decide(votes);
-  let verdict: Verdict = { ip, ...decided, vpn_provider: null, country_code: country };
+  let verdict = fromConsensus(ip, country, decided);
   if (!answers.length) {
     const before = free.length ? withLocalReason(local, decided) : local.reason;
     verdict.reason = ipDeps.providers.length

@@ -1,4 +1,4 @@
-import { type IpDeps, type Resolution, reservedVerdict, resolveLocally, resolveWithProviders } from '../ip/resolve-ip.ts';
+import { type IpDeps, type Resolution, reservedVerdict, resolveFree, resolveWithProviders } from '../ip/resolve-ip.ts';
 import { readCachedResult, readStoredResults, type StoredResult } from '../ip/result-cache.ts';
 import type { PersonMatch, Verdict } from '../ip/types.ts';
 import { startAfterWork } from '../kernel/after-work.ts';
@@ -111,7 +111,7 @@ async function resolveVisitor(ctx: CoreDeps, claim: Claim, row: Claimed): Promis
   const scope = { accountId: row.account_id, operation: 'tracker' as const, ip: row.ip };
   const cached = await readCachedResult(ctx, ipDeps, scope, claim.stored.get(row.id) ?? null);
   if (cached) return { source: 'cache', verdict: cached };
-  const free = await resolveLocally(ipDeps, row.ip);
+  const free = await resolveFree(ipDeps, row.ip);
   if (free.source === 'lookup') return free;
   if (!(await claim.canPay(row.api_key_id))) throw new CannotPay();
   return { source: 'lookup', verdict: await resolveWithProviders(ipDeps, row.ip, free.local, undefined, free.free) };
