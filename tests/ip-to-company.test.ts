@@ -252,7 +252,9 @@ describe('the stored result', () => {
     expect(await charge('first.example', 5)).toMatchObject({ balance: 5, domain: 'first.example' });
     const second = await charge('second.example', 5);
     expect(second).toMatchObject({ balance: 5, domain: 'first.example' });
-    const debits = await env.db<{ n: number }>`select count(*)::int as n from credit_transactions where account_id = ${a.account_id} and type = 'debit'`;
+    const debits = await env.db<{
+      n: number;
+    }>`select count(*)::int as n from credit_transactions where account_id = ${a.account_id} and type = 'debit'`;
     expect(debits[0]?.n).toBe(1);
     expect(Math.abs(second.ttl - 7 * 24 * 3600_000)).toBeLessThan(60_000);
     // Once expired, the next result replaces it.
