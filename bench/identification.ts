@@ -106,8 +106,9 @@ const tally = (): Tally => ({ companies: 0, recalled: 0, negatives: 0, falseBusi
 export async function run(): Promise<void> {
   const t0 = performance.now();
   const base = await readAsnBase();
-  const local = LocalIpData.fromBase(base);
+  // As buildIpDeps loads it: the ownership source is the data's owner judge.
   const ownership = OwnershipSource.fromBase(base);
+  const local = LocalIpData.fromBase(base, {}, ownership);
   const country = await openCountryReader();
   const loadMs = performance.now() - t0;
   const sources: Source[] = [
@@ -126,7 +127,7 @@ export async function run(): Promise<void> {
               reason: f.reason,
             },
     },
-    { name: 'ownership', vote: (_ip, f) => ownership.answer(f) },
+    { name: 'ownership', vote: (_ip, f) => f.owner_vote ?? null },
   ];
   // The waterfall production runs (resolveFree: the local data, then the free sources and
   // consensus), with no paid provider: the verdict a customer would be charged for.

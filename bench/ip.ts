@@ -250,18 +250,21 @@ function writeIpv4Mmdb(starts: number[], values: number[], records: BaselineReco
 // results are stored rather than branched on, so neither pays for mispredicting its answers.
 const sink = new Array<unknown>(1024).fill(null);
 
-/** The offline path production runs: the local facts, then the network owner's vote (ownership). */
+/**
+ * The offline path production runs: the local facts with the network owner's vote, the data loaded
+ * with the ownership source as its owner judge (as buildIpDeps loads it), the vote read as resolveFree
+ * reads it.
+ */
 interface Offline {
   data: LocalIpData;
-  ownership: OwnershipSource;
 }
 
 /** Milliseconds for addrs[from, to). */
-function timeOurs({ data, ownership }: Offline, countryOf: (ip: string) => string | null, addrs: string[], from: number, to: number): number {
+function timeOurs({ data }: Offline, countryOf: (ip: string) => string | null, addrs: string[], from: number, to: number): number {
   const t0 = performance.now();
   for (let i = from; i < to; i++) {
     const facts = data.facts(addrs[i] as string, countryOf);
-    sink[i & 1023] = facts && ownership.answer(facts);
+    sink[i & 1023] = facts?.owner_vote;
   }
   return performance.now() - t0;
 }
@@ -329,8 +332,8 @@ function disagreements(
 async function measureLookups() {
   const loadStart = performance.now();
   const base = await readAsnBase();
-  const data = LocalIpData.fromBase(base);
-  const offline: Offline = { data, ownership: OwnershipSource.fromBase(base) };
+  const data = LocalIpData.fromBase(base, {}, OwnershipSource.fromBase(base));
+  const offline: Offline = { data };
   const loadMs = performance.now() - loadStart;
   // As buildIpDeps (assemble.ts) makes it: the shipped country database's reader.
   const country = await openCountryReader();

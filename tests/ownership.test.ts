@@ -134,3 +134,26 @@ describe('owner names are cleaned of AS handles and registry noise', () => {
     expect(cleanCompanyName('FORD-ASN-01')).toBeNull();
   });
 });
+
+describe('the data loaded with ownership as its owner judge carries the vote with each answer', () => {
+  it('every path (IPv4 shipped, IPv4 under an imported layer, IPv6) gives the vote ownership gives on the same facts', () => {
+    const judged = LocalIpData.fromBase(
+      base,
+      // An operator's import calls Ford's 19.12.96.0/24 a consumer ISP range.
+      { overlays4: [{ start: 0x130c6000, end: 0x130c60ff, kind: 'isp', provider: 'Example Fibre' }] },
+      ownership,
+    );
+    const countryOf = (a: string) => country.get(a)?.country_code ?? null;
+    for (const ip of ['19.12.96.1', '19.12.97.1', '194.69.199.1', '89.246.64.1', '2a00:1450:4001::1', '8.8.8.8']) {
+      const facts = judged.facts(ip, countryOf);
+      if (!facts) throw new Error(`no facts for ${ip}`);
+      expect(facts.owner_vote, ip).toEqual(ownership.answer(facts));
+      // The IPv4 answer is made once per combination of facts: a second lookup reads the same vote.
+      expect(judged.facts(ip, countryOf)?.owner_vote, ip).toEqual(facts.owner_vote);
+    }
+    expect(judged.facts('19.12.96.1', countryOf)?.owner_vote).toMatchObject({ traffic_type: 'isp', company_name: null });
+    expect(judged.facts('19.12.97.1', countryOf)?.owner_vote).toMatchObject({ traffic_type: 'business', company_name: 'Ford Motor Company' });
+    // Without a judge the facts say so (undefined), so resolveFree asks the source itself.
+    expect(local.facts('19.12.97.1', countryOf)?.owner_vote).toBeUndefined();
+  });
+});

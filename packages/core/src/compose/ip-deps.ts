@@ -49,10 +49,13 @@ export async function buildIpDeps(
   free?: FreeSourceParts,
 ): Promise<IpDeps & { store: IpStore }> {
   const [base, country] = await Promise.all([sources.base(), sources.country()]);
-  const store = await createIpStore(db, log, base, opts);
+  // The owner's vote is made with the local answer it is about (see OwnerJudge), so the source
+  // that judges owners is the data's too.
+  const ownership = free ? OwnershipSource.fromBase(base) : null;
+  const store = await createIpStore(db, log, base, { ...opts, judge: ownership });
   return {
     ...rest,
-    ...(free ? { free: { ownership: OwnershipSource.fromBase(base), ...free } } : {}),
+    ...(free ? { free: { ownership, ...free } } : {}),
     store,
     data: store.data,
     reload: store.reload,

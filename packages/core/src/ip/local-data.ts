@@ -3,7 +3,7 @@ import { groupsToBigint, ipv4ToNumber, type ParsedIp, parseIp } from '../kernel/
 import type { CountryTable } from './country.ts';
 import { Ipv4Facts } from './ipv4-facts.ts';
 import { Ipv4Index, Ipv6Index, type RangeInput } from './ranges.ts';
-import type { TrafficType } from './types.ts';
+import type { SourceAnswer, TrafficType } from './types.ts';
 
 /**
  * The free local layer of the waterfall, held in memory: who owns every routed address (ASN ranges
@@ -47,9 +47,24 @@ export interface LocalAnswer {
   reason: string;
 }
 
-/** A local answer with the address's country (ISO code; null when the country data has none). */
+/**
+ * A local answer with the address's country (ISO code; null when the country data has none) and,
+ * when the data was loaded with an owner judge (the ownership source), that judge's vote on the
+ * address's network owner: null for no vote, undefined when the data has no judge.
+ */
 export interface LocalFacts extends LocalAnswer {
   country_code: string | null;
+  owner_vote: SourceAnswer | null | undefined;
+}
+
+/**
+ * Who votes on a network's owner from its local facts (ip/ownership). The vote depends on the facts
+ * alone, so the data asks once per combination of shipped facts, when it first makes their answer,
+ * and a lookup reads the vote with the answer: the offline path then costs what the facts cost (a
+ * vote remembered per owner in a map, or per answer in a WeakMap, cut it to a quarter or a half).
+ */
+export interface OwnerJudge {
+  answer(facts: LocalFacts): SourceAnswer | null;
 }
 
 /** Every answer is made here, so all have one shape (one hidden class for the engine). */
@@ -62,7 +77,7 @@ function localFacts(
   reason: string,
   country_code: string | null,
 ): LocalFacts {
-  return { traffic_type, asn, org, vpn_provider, company, reason, country_code };
+  return { traffic_type, asn, org, vpn_provider, company, reason, country_code, owner_vote: undefined };
 }
 
 interface Owner {
@@ -329,6 +344,8 @@ export class LocalIpData {
      */
     private readonly answers4: (LocalFacts | undefined)[],
     layers: ImportedLayers,
+    /** The owner judge (OwnerJudge); answers4 is only shared between copies with the same one. */
+    private readonly judge: OwnerJudge | null,
   ) {
     // Kept as fields of their own, not behind `layers`: every lookup reads them.
     this.overlays = layers.overlays;
@@ -366,6 +383,7 @@ export class LocalIpData {
       this.countryCodes,
       this.answers4,
       importedLayers(layers),
+      this.judge,
     );
   }
 
@@ -374,7 +392,7 @@ export class LocalIpData {
    * no row objects) plus the imported layers. Merges the owner, range-list and country tables of
    * IPv4 into one (about a tenth of a second, once per process).
    */
-  static fromBase(base: AsnBase, layers: Omit<LocalLayers, 'asn4' | 'asn6'> = {}): LocalIpData {
+  static fromBase(base: AsnBase, layers: Omit<LocalLayers, 'asn4' | 'asn6'> = {}, judge: OwnerJudge | null = null): LocalIpData {
     const owners = new Owners(base.owners.asns, base.owners.names);
     const shipped = base.ranges ?? NO_SHIPPED_RANGES;
     const facts4 = Ipv4Facts.merge(base.asn4, shipped.v4, base.country?.v4 ?? NO_RANGES_V4);
@@ -387,6 +405,7 @@ export class LocalIpData {
       base.country?.codes ?? null,
       new Array(facts4.comboCount),
       importedLayers(layers),
+      judge,
     );
   }
 
@@ -410,7 +429,7 @@ export class LocalIpData {
     const asn6 = Ipv6Index.build(input.asn6.map((r) => ({ start: r.start, end: r.end, value: owner(r.asn, r.name) })));
     const owners = new Owners(Int32Array.from(asns), names);
     const facts4 = Ipv4Facts.merge(asn4, NO_RANGES_V4, NO_RANGES_V4);
-    return new LocalIpData(owners, facts4, asn6, [], NO_SHIPPED_RANGES.v6, null, [], importedLayers(input));
+    return new LocalIpData(owners, facts4, asn6, [], NO_SHIPPED_RANGES.v6, null, [], importedLayers(input), null);
   }
 
   get stats() {
@@ -474,6 +493,13 @@ export class LocalIpData {
     return this.answer(this.facts4.owner(c), this.overlay4.lookup(ip), this.company4.lookup(ip), this.facts4.list(c), country);
   }
 
+  /** The local verdict (classify) with the owner judge's vote on it. */
+  private answer(ownerIdx: number, overlayIdx: number, companyIdx: number, listIdx: number, country: string | null): LocalFacts {
+    const facts = this.classify(ownerIdx, overlayIdx, companyIdx, listIdx, country);
+    if (this.judge) facts.owner_vote = this.judge.answer(facts);
+    return facts;
+  }
+
   /**
    * The local verdict from what each index holds at the address (-1: nothing), in waterfall order:
    * imported VPN/hosting ranges, company records, imported ISP ranges (the operator's data, so it
@@ -482,7 +508,7 @@ export class LocalIpData {
    * datacenter lists cover them too); then the network owner's class (curated ASN, then name rules).
    * A business owner without a curated domain is left to the providers.
    */
-  private answer(ownerIdx: number, overlayIdx: number, companyIdx: number, listIdx: number, country: string | null): LocalFacts {
+  private classify(ownerIdx: number, overlayIdx: number, companyIdx: number, listIdx: number, country: string | null): LocalFacts {
     const owners = this.owners;
     const hasOwner = ownerIdx >= 0;
     const asn = hasOwner ? (owners.asns[ownerIdx] as number) : null;

@@ -168,7 +168,8 @@ function withLocalReason(local: LocalFacts, decided: ConsensusResult): string {
 async function freeVotes(free: FreeSources | undefined, ip: string, local: LocalFacts, ask: { owner: boolean }): Promise<SourceAnswer[]> {
   if (!free) return [];
   const votes: SourceAnswer[] = [];
-  const owned = ask.owner ? free.ownership?.answer(local) : null;
+  // The data made the owner's vote with the facts when it was loaded with this source as its judge.
+  const owned = ask.owner && free.ownership ? (local.owner_vote === undefined ? free.ownership.answer(local) : local.owner_vote) : null;
   if (owned) votes.push(owned);
   if (free.databases) votes.push(...free.databases.lookUp(ip).answers);
   const [named, registered] = await Promise.all([

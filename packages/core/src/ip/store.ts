@@ -1,7 +1,7 @@
 import type { Logger } from '../kernel/context.ts';
 import { parseCidr } from '../kernel/net/ip.ts';
 import type { Database, Sql } from '../kernel/sql.ts';
-import { type AsnBase, type CompanyRow, LocalIpData, type OverlayRow, type RangeKind } from './local-data.ts';
+import { type AsnBase, type CompanyRow, LocalIpData, type OverlayRow, type OwnerJudge, type RangeKind } from './local-data.ts';
 
 /** The imported and learned layers, from Postgres. */
 export async function readLayers(db: Sql) {
@@ -39,6 +39,8 @@ export interface IpStore {
 export interface IpStoreOptions {
   /** LISTEN for changes and reload (default); off where a process cannot hold a connection for it. */
   follow?: boolean;
+  /** Who votes on network owners as the data makes its answers (the ownership source); none by default. */
+  judge?: OwnerJudge | null;
 }
 
 /** What the triggers of migrations/functions/ip/sl_notify_ip_data_changed.sql notify when ip_ranges or ip_companies change. */
@@ -72,7 +74,12 @@ async function firstRead<T>(log: Logger, what: string, read: () => Promise<T>): 
   }
 }
 
-export async function createIpStore(db: Database, log: Logger, base: AsnBase, { follow = true }: IpStoreOptions = {}): Promise<IpStore> {
+export async function createIpStore(
+  db: Database,
+  log: Logger,
+  base: AsnBase,
+  { follow = true, judge = null }: IpStoreOptions = {},
+): Promise<IpStore> {
   const started = performance.now();
   let current: LocalIpData | undefined;
   let missed = false;
@@ -116,7 +123,7 @@ export async function createIpStore(db: Database, log: Logger, base: AsnBase, { 
         }),
       )
     : undefined;
-  current = LocalIpData.fromBase(base, await firstRead(log, 'reading the imported and learned ranges', () => readLayers(db)));
+  current = LocalIpData.fromBase(base, await firstRead(log, 'reading the imported and learned ranges', () => readLayers(db)), judge);
   if (missed) await reload();
   log.info('local IP data loaded', { ms: Math.round(performance.now() - started), ...current.stats });
   return {
