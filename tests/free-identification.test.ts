@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { grantCredits } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
@@ -9,8 +10,10 @@ import { seedDirectAccount } from './support/seed.ts';
  * The free identification tier through the production composition (buildDeps over the Node host's
  * runtime, the shipped IP data, no paid provider): the network's owner, forward-confirmed reverse DNS
  * against a real DNS server on 127.0.0.1 (DNS_SERVERS) and RDAP against a real RDAP server on
- * 127.0.0.1 (RDAP_BASE_URL). What the sources decide is charged as any identification is.
+ * 127.0.0.1 (RDAP_BASE_URL), and IPinfo's Lite sample as the operator's own database (IP_DATABASES).
+ * What the sources decide is charged as any identification is.
  */
+const IPINFO_LITE = fileURLToPath(new URL('./fixtures/ipinfo-lite/ipinfo_lite_sample.mmdb', import.meta.url));
 let env: TestEnv;
 let rdap: RdapTestServer;
 let dns: Awaited<ReturnType<typeof startDnsServer>>;
@@ -55,7 +58,7 @@ beforeAll(async () => {
     a: { 'gw1.ford.com': ['19.12.96.7'], 'www.acme-widgets.com': ['1.178.1.9'] },
   });
   env = await createTestEnv({
-    settings: { IP_DATA: '1', RDNS: '1', DNS_SERVERS: dns.server, RDAP: '1', RDAP_BASE_URL: rdap.url },
+    settings: { IP_DATA: '1', RDNS: '1', DNS_SERVERS: dns.server, RDAP: '1', RDAP_BASE_URL: rdap.url, IP_DATABASES: IPINFO_LITE },
   });
   ({ key, account_id: accountId } = await seedDirectAccount(env.deps));
   await grantCredits({ ctx: env.deps, input: { accountId, credits: 100 } });
@@ -85,6 +88,14 @@ describe('free identification, no paid provider', () => {
   it('confirms a company when a forward-confirmed PTR agrees with the network owner', async () => {
     const answer = await lookUp('19.12.96.7');
     expect(answer).toMatchObject({ identified: true, domain: 'ford.com', confidence_level: 'confirmed' });
+  });
+
+  it("takes the domain from the operator's IPinfo Lite once ownership calls the network a company's own", async () => {
+    // 1.7.24.0/24: IMS Health India's AS133388, whose as_domain the sample gives. IPinfo Lite names
+    // a network's domain only on the ownership source's word that the network is a business's (every
+    // ISP has an as_domain too), and resolveFree passes that word for the address's own AS.
+    const answer = await lookUp('1.7.24.1');
+    expect(answer).toMatchObject({ identified: true, traffic_type: 'business', company_name: 'IMS Health India Pvt Ltd', domain: 'imshealth.com' });
   });
 
   it("finds a customer's block inside an ISP's network from RDAP, with the customer's domain", async () => {

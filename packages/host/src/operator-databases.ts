@@ -46,8 +46,11 @@ export interface OpenedDatabaseFile {
 }
 
 export interface OperatorDatabases {
-  /** Every database's answer for one address (see lookUpOperatorDatabases). */
-  lookUp(ip: string): OperatorDatabaseLookup;
+  /**
+   * Every database's answer for one address (see lookUpOperatorDatabases); `ownerTraffic` is the
+   * caller's verdict on the address's network owner (resolveFree passes ownership's), over the one given at open.
+   */
+  lookUp(ip: string, classifiers?: Pick<OperatorDatabaseOptions, 'ownerTraffic'>): OperatorDatabaseLookup;
   /** The files in use, in IP_DATABASES order. */
   files(): OpenedDatabaseFile[];
   /** Checks every file now and swaps in those that changed and read well (what the timer runs). */
@@ -140,7 +143,8 @@ export async function openOperatorDatabases(opts: OperatorDatabasesOptions): Pro
 
   const classifiers: OperatorDatabaseOptions = { ownerTraffic: opts.ownerTraffic, domainTraffic: opts.domainTraffic };
   return {
-    lookUp: (ip) => lookUpOperatorDatabases(ip, current, classifiers),
+    lookUp: (ip, perLookup) =>
+      lookUpOperatorDatabases(ip, current, perLookup?.ownerTraffic ? { ...classifiers, ownerTraffic: perLookup.ownerTraffic } : classifiers),
     files: () => current.map((db) => ({ path: db.path, product: db.kind.product, databaseType: db.databaseType, buildEpoch: db.buildEpoch })),
     refresh,
     close: () => {

@@ -2,7 +2,7 @@ import type { SharedRedis } from '../drivers/redis.ts';
 import { consensus } from '../ip/consensus.ts';
 import { createPeopleDataLabsEnrichment } from '../ip/enrichment.ts';
 import type { AsnBase } from '../ip/local-data.ts';
-import type { OperatorDatabaseLookup } from '../ip/operator-databases/index.ts';
+import type { OperatorDatabaseLookup, OperatorDatabaseOptions } from '../ip/operator-databases/index.ts';
 import { OwnershipSource } from '../ip/ownership/index.ts';
 import { createPeopleDataLabsPersonMatcher } from '../ip/person-match.ts';
 import { createIpapiIsProvider } from '../ip/providers/ipapi-is.ts';
@@ -111,7 +111,7 @@ export interface FreeSourceHost {
   /** The runtime's resolver for reverse DNS (Node: node:dns; Deno: Deno.resolveDns); absent, no reverse DNS. */
   dnsResolver?: (opts: ReverseDnsOptions) => DnsResolver;
   /** `IP_DATABASES`, opened by the host at start (a bad file stops start-up there). */
-  databases?: { lookUp(ip: string): OperatorDatabaseLookup };
+  databases?: { lookUp(ip: string, classifiers?: Pick<OperatorDatabaseOptions, 'ownerTraffic'>): OperatorDatabaseLookup };
   /** Runs the RDAP cache's fills behind the lookups (CoreDeps.background). */
   background?: (name: string, task: () => Promise<unknown>) => void;
 }

@@ -1,6 +1,6 @@
 import { levelOf, unidentified } from './consensus.ts';
 import type { LocalAnswer, LocalFacts, LocalIpData } from './local-data.ts';
-import type { OperatorDatabaseLookup } from './operator-databases/index.ts';
+import type { OperatorDatabaseLookup, OperatorDatabaseOptions } from './operator-databases/index.ts';
 import type { OwnershipSource } from './ownership/index.ts';
 import type { RdapSource } from './rdap/index.ts';
 import type { CachedVerdict, ResultTiers } from './result-cache.ts';
@@ -54,7 +54,7 @@ export interface FreeSources {
   /** Who owns the routing network, when that is a company (ip/ownership). */
   ownership: OwnershipSource | null;
   /** The operator's own MaxMind / IPinfo files (`IP_DATABASES`). */
-  databases: { lookUp(ip: string): OperatorDatabaseLookup } | null;
+  databases: { lookUp(ip: string, classifiers?: Pick<OperatorDatabaseOptions, 'ownerTraffic'>): OperatorDatabaseLookup } | null;
   /** Forward-confirmed reverse DNS (`RDNS`, `DNS_SERVERS`). */
   reverseDns: ReverseDnsSource | null;
   /** The registries' record of the address's block (`RDAP`, `RDAP_BASE_URL`). */
@@ -171,7 +171,7 @@ async function freeVotes(free: FreeSources | undefined, ip: string, local: Local
   // The data made the owner's vote with the facts when it was loaded with this source as its judge.
   const owned = ask.owner && free.ownership ? (local.owner_vote === undefined ? free.ownership.answer(local) : local.owner_vote) : null;
   if (owned) votes.push(owned);
-  if (free.databases) votes.push(...free.databases.lookUp(ip).answers);
+  if (free.databases) votes.push(...free.databases.lookUp(ip, { ownerTraffic: ownerTrafficOf(local) }).answers);
   const [named, registered] = await Promise.all([
     free.reverseDns ? free.reverseDns.lookup(ip) : null,
     free.rdap ? free.rdap.lookup(ip, { name: local.org, trafficType: local.traffic_type }) : null,
@@ -179,6 +179,16 @@ async function freeVotes(free: FreeSources | undefined, ip: string, local: Local
   if (named) votes.push(named);
   if (registered) votes.push(registered);
   return votes;
+}
+
+/**
+ * The verdict on the address's network owner for the operator's databases (so a GeoIP2 record that
+ * writes a company as its own ISP names it): ownership's vote when it voted, else the local class,
+ * and only for the AS the local data knows; a database's other AS gets no view.
+ */
+function ownerTrafficOf(local: LocalFacts): NonNullable<OperatorDatabaseOptions['ownerTraffic']> {
+  const traffic = local.owner_vote ? local.owner_vote.traffic_type : local.traffic_type;
+  return (owner) => (owner.asn !== null && owner.asn === local.asn ? traffic : null);
 }
 
 /**
