@@ -47,6 +47,11 @@ let key = '';
 let lookupKey = '';
 let tracker = { tracking_script_id: '', domain: '', website_id: '', key: '' };
 const SWEEP_SECRET = 'deno-smoke-sweep-secret-0123456789abcdef';
+/**
+ * The operator's own database (IPinfo's Lite sample), named relative to the working directory as an
+ * operator would; no query leaves the machine (no resolver or registry to ask here).
+ */
+const DENO_IP_SETTINGS = { IP_DATABASES: 'tests/fixtures/ipinfo-lite/ipinfo_lite_sample.mmdb', RDNS: '0', RDAP: '0' };
 
 /** The server beforeAll started; a test reaching here without one has nothing to compare against. */
 function running(): DenoFunctionServer {
@@ -104,10 +109,10 @@ beforeAll(async () => {
   if (dataDir) {
     await env.close();
     env = undefined;
-    deno = await startDenoFunctions({ PGLITE_DIR: dataDir }, { IP_DATA_DIR: ipDataDir, SWEEP_SECRET });
+    deno = await startDenoFunctions({ PGLITE_DIR: dataDir }, { IP_DATA_DIR: ipDataDir, SWEEP_SECRET, ...DENO_IP_SETTINGS });
   } else {
     if (!env.url) throw new Error('createTestEnv returned no URL for a Postgres database');
-    deno = await startDenoFunctions({ DATABASE_URL: env.url }, { IP_DATA_DIR: ipDataDir, SWEEP_SECRET });
+    deno = await startDenoFunctions({ DATABASE_URL: env.url }, { IP_DATA_DIR: ipDataDir, SWEEP_SECRET, ...DENO_IP_SETTINGS });
   }
 }, 120_000);
 
@@ -190,6 +195,20 @@ describe('ip-to-company under Deno, from the edge data snapshot', () => {
     expect(google6.body).toMatchObject({ traffic_type: 'hosting', country_code: expect.stringMatching(/^[A-Z]{2}$/) as unknown });
     // The repeat is the stored result, and only the business match was charged.
     expect((await lookup('17.253.144.10')).body).toMatchObject({ cached: true, domain: 'apple.com' });
+  });
+});
+
+describe('the operator’s own databases under Deno (IP_DATABASES)', () => {
+  it('reads the file with Deno’s file system and names the company network’s domain from it, as the Node host does', async () => {
+    // 1.7.24.0/24: IMS Health India's own AS; IPinfo Lite's as_domain names it (tests/free-identification on Node).
+    const res = await fetch(`${running().origin}/ip-to-company`, {
+      method: 'POST',
+      headers: { 'x-access-key': lookupKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ ip: '1.7.24.1' }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ identified: true, company_name: 'IMS Health India Pvt Ltd', domain: 'imshealth.com' });
   });
 });
 

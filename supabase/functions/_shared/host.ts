@@ -8,15 +8,17 @@ import {
   EDGE_DATA_FILES,
   type FunctionDefinition,
   type Logger,
+  listedDomainTraffic,
   parseEnv,
   RECEIVER_ANSWER_MAX_BYTES,
   readBodyTextPrefix,
   refusedAddressReason,
   type WebhookTransport,
 } from '@sightline/core';
+import { openOperatorDatabases, parseIpDatabasesSetting } from '@sightline/core/ip/operator-databases/index';
 import { Redis } from 'ioredis';
 import { createDenoDnsResolver } from './dns-resolver.ts';
-import { snapshotIpSources } from './ip-sources.ts';
+import { denoDatabaseFiles, snapshotIpSources } from './ip-sources.ts';
 
 /** Supabase's runtime keeps an isolate alive for promises handed to waitUntil. */
 declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
@@ -107,6 +109,17 @@ export async function buildDenoDeps(opts: DenoHostOptions = {}): Promise<BuiltDe
     listens: false,
     ...(opts.ipData ? { ipSources: snapshotIpSources((name) => Deno.readFile(new URL(name, dir))) } : {}),
     dnsResolver: (dns) => createDenoDnsResolver(dns.servers),
+    // As on the Node host: a missing, unreadable or unknown file stops start-up, naming the file.
+    ...(opts.ipData && env.IP_DATABASES
+      ? {
+          operatorDatabases: await openOperatorDatabases({
+            paths: parseIpDatabasesSetting(env.IP_DATABASES, (p) => decodeURIComponent(new URL(p, `file://${Deno.cwd()}/`).pathname)),
+            files: denoDatabaseFiles,
+            log: jsonLogger,
+            domainTraffic: (domain) => listedDomainTraffic(domain),
+          }),
+        }
+      : {}),
     onIpDataError: (err) => {
       const missing = err instanceof Deno.errors.NotFound;
       jsonLogger.error(

@@ -17,4 +17,11 @@ export {
   type OperatorDatabaseVendor,
 } from './detect-database-kind.ts';
 export { lookUpOperatorDatabases, type OperatorDatabase, type OperatorDatabaseLookup } from './look-up-operator-databases.ts';
+export {
+  type OperatorDatabaseFiles,
+  type OperatorDatabases,
+  type OperatorDatabasesOptions,
+  openOperatorDatabases,
+  parseIpDatabasesSetting,
+} from './open-operator-databases.ts';
 export { type AnonymizerFlag, type DatabaseFacts, hasFacts, readDatabaseRecord, registrableDomain } from './read-database-record.ts';
