@@ -3,7 +3,7 @@ import { parentPort, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { buildHost } from '../packages/host/src/build.ts';
 import { createTestEnv, TEST_SECRET, type TestEnv } from '../tests/support/app.ts';
-import { BUILT_MAIN, childEnv, run, startHost } from '../tests/support/process.ts';
+import { BUILT_MAIN, childEnv, run, SERVE_NODE_OPTIONS, startHost } from '../tests/support/process.ts';
 
 /** Shared by every bench so their figures are comparable. */
 export const CONNECTIONS = 32;
@@ -164,6 +164,10 @@ export interface BenchServer extends Listening {
   rss(): Promise<number | undefined>;
   /** Runs an operator command the way its CLI would against this server's database. */
   operator(command: string, flags: Record<string, string>): Promise<Record<string, unknown>>;
+  /** Its CPU and allocation per window, when it was started with the probe (server-probe.ts). */
+  probe?: ServerProbe;
+  /** The Postgres database it serves, when it is not the embedded default. */
+  databaseUrl?: string;
 }
 
 /**
@@ -178,6 +182,8 @@ export async function serveForBench(
     ipData: boolean;
     /** Extra server environment (e.g. TRUSTED_PROXIES). */
     env?: Record<string, string>;
+    /** Load server-probe.ts, to read the server's CPU and allocation per request. */
+    probe?: boolean;
   },
 ): Promise<BenchServer> {
   if (!env.url) throw new Error('this bench serves `npm run serve` on Postgres: set DATABASE_URL (see docs/operating.md, Benchmarks)');
@@ -193,7 +199,11 @@ export async function serveForBench(
     HOST: '127.0.0.1',
     ...opts.env,
   });
-  const server = await startHost(serverEnv, 60_000, { entry: BUILT_MAIN, nodeArgs: profileArgs() });
+  const probe = opts.probe ? await probeSetup() : undefined;
+  const server = await startHost({ ...serverEnv, ...probe?.env }, 60_000, {
+    entry: BUILT_MAIN,
+    nodeArgs: [...profileArgs(), ...(probe?.nodeArgs ?? [])],
+  });
   const pid = server.proc.pid as number;
   const { runOperatorCommand } = await import('../packages/host/src/operator-commands.ts');
   return {
@@ -201,8 +211,11 @@ export async function serveForBench(
     where: `npm run serve (the build under plain node, pid ${pid}), Postgres, postgres.js pool ${opts.pool}`,
     rss: () => rssOf(pid),
     operator: async (command, flags) => (await runOperatorCommand(env.deps, command, flags)) as Record<string, unknown>,
+    ...(probe ? { probe: probe.attach(pid) } : {}),
+    databaseUrl: env.url,
     close: async () => {
       await server.stop();
+      await probe?.dispose();
     },
   };
 }
@@ -221,8 +234,8 @@ function profileArgs(): string[] {
  * The server an HTTP bench measures: `npm run serve` on a throwaway Postgres database when
  * DATABASE_URL is set, else `npm start` on the embedded default. Closing it drops its database.
  */
-export async function startServerForBench(opts: { pool: number; ipData: boolean }): Promise<BenchServer & { embedded: boolean }> {
-  if (!process.env.DATABASE_URL) return { ...(await startEmbeddedForBench({ ipData: opts.ipData })), embedded: true };
+export async function startServerForBench(opts: { pool: number; ipData: boolean; probe?: boolean }): Promise<BenchServer & { embedded: boolean }> {
+  if (!process.env.DATABASE_URL) return { ...(await startEmbeddedForBench({ ipData: opts.ipData, probe: opts.probe })), embedded: true };
   const env = await createTestEnv({ pool: opts.pool });
   try {
     const server = await serveForBench(env, opts);
@@ -245,16 +258,17 @@ export async function startServerForBench(opts: { pool: number; ipData: boolean 
  * Nothing else may open its database, so seeding goes through the operator endpoint the CLI uses
  * while the server holds the files (loopback, with the data directory's token).
  */
-export async function startEmbeddedForBench(opts: { ipData: boolean }): Promise<BenchServer & { dataDir: string }> {
+export async function startEmbeddedForBench(opts: { ipData: boolean; probe?: boolean }): Promise<BenchServer & { dataDir: string }> {
   const { mkdtemp, readFile, rm } = await import('node:fs/promises');
   const path = await import('node:path');
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'sightline-bench-'));
   // What `npm start` runs: the build, then the server under plain node.
   await buildHost();
+  const probe = opts.probe ? await probeSetup() : undefined;
   const server = await startHost(
-    childEnv({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', IP_DATA: opts.ipData ? '1' : '0', DEMO_PARTNER: '0' }),
+    childEnv({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', IP_DATA: opts.ipData ? '1' : '0', DEMO_PARTNER: '0', ...probe?.env }),
     120_000,
-    { entry: BUILT_MAIN, nodeArgs: profileArgs() },
+    { entry: BUILT_MAIN, nodeArgs: [...profileArgs(), ...(probe?.nodeArgs ?? [])] },
   );
   const pid = server.proc.pid as number;
   const url = `http://127.0.0.1:${server.port}`;
@@ -263,6 +277,7 @@ export async function startEmbeddedForBench(opts: { ipData: boolean }): Promise<
     dataDir,
     where: `npm start (the build under plain node, pid ${pid}), embedded PGlite in a fresh data directory`,
     rss: () => rssOf(pid),
+    ...(probe ? { probe: probe.attach(pid) } : {}),
     operator: async (command, flags) => {
       const { token } = JSON.parse(await readFile(path.join(dataDir, 'server.json'), 'utf8')) as { token: string };
       const res = await fetch(`${url}/_operator/${command}`, {
@@ -277,6 +292,7 @@ export async function startEmbeddedForBench(opts: { ipData: boolean }): Promise<
     close: async () => {
       await server.stop();
       await rm(dataDir, { recursive: true, force: true });
+      await probe?.dispose();
     },
   };
 }
@@ -285,15 +301,23 @@ export async function startEmbeddedForBench(opts: { ipData: boolean }): Promise<
  * The HTTP baseline (bench/baseline-server.ts): a plain Hono app with one JSON route, bundled like
  * the host and run under plain node in its own process. `path` is its one route.
  */
-export async function startBaseline(): Promise<Listening & { path: string; rss(): Promise<number | undefined> }> {
-  const server = await startHost(childEnv({ PORT: '0', HOST: '127.0.0.1' }), 30_000, { entry: await buildBaseline() });
+export async function startBaseline(
+  opts: { probe?: boolean } = {},
+): Promise<Listening & { path: string; rss(): Promise<number | undefined>; probe?: ServerProbe }> {
+  const probe = opts.probe ? await probeSetup() : undefined;
+  const server = await startHost(childEnv({ PORT: '0', HOST: '127.0.0.1', ...probe?.env }), 30_000, {
+    entry: await buildBaseline(),
+    nodeArgs: probe?.nodeArgs ?? [],
+  });
   const pid = server.proc.pid as number;
   return {
     url: `http://127.0.0.1:${server.port}`,
     path: '/bare',
     rss: () => rssOf(pid),
+    ...(probe ? { probe: probe.attach(pid) } : {}),
     close: async () => {
       await server.stop();
+      await probe?.dispose();
     },
   };
 }
@@ -510,102 +534,279 @@ export async function rssOf(pid: number): Promise<number | undefined> {
   return out?.code === 0 && Number.isFinite(kb) && kb > 0 ? mib(kb) : undefined;
 }
 
-/**
- * The baseline server's bundle (bench/baseline-server.ts), built like the host; returns its entry.
- */
-export async function buildBaseline(): Promise<string> {
-  const outdir = new URL('./.build/', import.meta.url).pathname;
-  await buildHost({ 'baseline-server': 'bench/baseline-server.ts' }, outdir);
-  return `${outdir}baseline-server.mjs`;
+const BENCH_BUILD_DIR = new URL('./.build/', import.meta.url).pathname;
+
+/** A bench-side server (baseline, minimal equivalent, probe) bundled like the host; returns its entry. */
+async function buildBenchEntry(name: string): Promise<string> {
+  await buildHost({ [name]: `bench/${name}.ts` }, BENCH_BUILD_DIR);
+  return `${BENCH_BUILD_DIR}${name}.mjs`;
+}
+
+/** The baseline server's bundle (bench/baseline-server.ts), built like the host; returns its entry. */
+export const buildBaseline = () => buildBenchEntry('baseline-server');
+
+/** One window of a probed process (bench/server-probe.ts). */
+export interface ProbeReading {
+  cpuMicros: number;
+  allocatedBytes: number;
+  collections: number;
+}
+
+/** A process started with bench/server-probe.ts: what it spends while `fn` runs. */
+export interface ServerProbe {
+  during<T>(fn: () => Promise<T>): Promise<{ value: T; reading: ProbeReading }>;
 }
 
 /**
- * Ours against the plain Hono baseline over HTTP, both their own processes, the same load generator
- * and connection count: warm-up for each, then baseline, ours, ours, baseline (load from anything
- * else on the machine drifts over a run this long; the mirrored order gives both the same average
- * position in time, so a linear drift cancels out of the ratio). Throws on any unsuccessful
- * response: a run with errors makes every figure suspect.
+ * What starting a process with the probe takes (its node arguments and environment), and how to
+ * reach it once it runs. The probe answers a signal by writing its file, so the bench waits for the
+ * file's sequence number to move on before it starts or ends a run.
  */
-export async function compareWithBaseline(ours: Target, baseline: Target, seconds: number) {
-  for (const t of [baseline, ours]) await drive(t, WARMUP_SECONDS);
+async function probeSetup(): Promise<{
+  nodeArgs: string[];
+  env: Record<string, string>;
+  attach(pid: number): ServerProbe;
+  dispose(): Promise<void>;
+}> {
+  const { mkdtemp, readFile, rm } = await import('node:fs/promises');
+  const path = await import('node:path');
+  const entry = await buildBenchEntry('server-probe');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sightline-probe-'));
+  const file = path.join(dir, 'probe.json');
+  let seq = 0;
+  const toggle = async (pid: number): Promise<Record<string, unknown>> => {
+    seq++;
+    process.kill(pid, 'SIGUSR2');
+    const deadline = performance.now() + 5_000;
+    for (;;) {
+      const text = await readFile(file, 'utf8').catch(() => '');
+      const data = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+      if (data?.seq === seq) return data;
+      if (performance.now() > deadline) throw new Error(`the probe of process ${pid} did not answer signal ${seq}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  return {
+    nodeArgs: ['--import', entry],
+    env: { BENCH_PROBE_FILE: file },
+    dispose: () => rm(dir, { recursive: true, force: true }),
+    attach: (pid) => ({
+      during: async (fn) => {
+        await toggle(pid);
+        const value = await fn();
+        const closed = await toggle(pid);
+        return {
+          value,
+          reading: { cpuMicros: Number(closed.cpuMicros), allocatedBytes: Number(closed.allocatedBytes), collections: Number(closed.collections) },
+        };
+      },
+    }),
+  };
+}
+
+/**
+ * A minimal equivalent of one of our routes (bench/minimal-equivalent-*.ts): the least a user would
+ * write with the same libraries to answer the same request, bundled like the host, run under plain
+ * node with the serve script's node options (so the comparison is of code, not of collector
+ * settings), in a process of its own, with the probe. `env` is what it answers from.
+ */
+export async function startEquivalent(
+  name: 'minimal-equivalent-lookup' | 'minimal-equivalent-pool',
+  env: Record<string, string>,
+): Promise<Listening & { rss(): Promise<number | undefined>; probe: ServerProbe }> {
+  const probe = await probeSetup();
+  const server = await startHost(childEnv({ PORT: '0', HOST: '127.0.0.1', ...env, ...probe.env }), 30_000, {
+    entry: await buildBenchEntry(name),
+    nodeArgs: [...SERVE_NODE_OPTIONS, ...probe.nodeArgs],
+  });
+  const pid = server.proc.pid as number;
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    rss: () => rssOf(pid),
+    probe: probe.attach(pid),
+    close: async () => {
+      await server.stop();
+      await probe.dispose();
+    },
+  };
+}
+
+/** One side of a comparison: where the load goes, and the probe of the process that answers it. */
+export interface Side {
+  target: Target;
+  probe?: ServerProbe;
+}
+
+/** A side's cost per request over its measured runs: CPU µs and heap bytes. */
+export interface PerRequest {
+  name: string;
+  requests: number;
+  cpuMicros: number;
+  allocatedBytes: number;
+}
+
+/**
+ * Sides measured over HTTP, each its own process, the same load generator and connection count:
+ * warm-up for each, then every side in turn and back again (a, b, c, c, b, a: load from anything
+ * else on the machine drifts over a run this long; the mirrored order gives every side the same
+ * average position in time, so a linear drift cancels out of the ratios). Each probed side's CPU
+ * and allocation are read over exactly its own runs. Throws on any unsuccessful response: a run with
+ * errors makes every figure suspect.
+ */
+export async function compareSides(sides: Side[], seconds: number): Promise<{ runs: Measured[]; rows: Row[]; perRequest: PerRequest[] }> {
+  for (const { target } of sides) await drive(target, WARMUP_SECONDS);
   const runs: Measured[] = [];
-  for (const t of [baseline, ours, ours, baseline]) runs.push({ name: t.name, result: await drive(t, seconds) });
+  const spent = new Map<string, { cpuMicros: number; allocatedBytes: number; requests: number }>();
+  for (const side of [...sides, ...[...sides].reverse()]) {
+    const { target, probe } = side;
+    if (!probe) {
+      runs.push({ name: target.name, result: await drive(target, seconds) });
+      continue;
+    }
+    const { value: result, reading } = await probe.during(() => drive(target, seconds));
+    runs.push({ name: target.name, result });
+    const s = spent.get(target.name) ?? { cpuMicros: 0, allocatedBytes: 0, requests: 0 };
+    spent.set(target.name, {
+      cpuMicros: s.cpuMicros + reading.cpuMicros,
+      allocatedBytes: s.allocatedBytes + reading.allocatedBytes,
+      requests: s.requests + result.requests.total,
+    });
+  }
   const broken = runs.flatMap(({ name, result }) => {
     const why = failures(result);
     return why ? [`${name}: ${why}`] : [];
   });
   if (broken.length) throw new Error(`unsuccessful responses during the measured runs: ${broken.join(' | ')}`);
-  return { runs, baseline: combine(baseline.name, runs), ours: combine(ours.name, runs) };
+  const perRequest = [...spent].map(([name, s]) => ({
+    name,
+    requests: s.requests,
+    cpuMicros: s.cpuMicros / s.requests,
+    allocatedBytes: s.allocatedBytes / s.requests,
+  }));
+  return { runs, rows: sides.map(({ target }) => combine(target.name, runs)), perRequest };
 }
 
 /**
- * One route of ours against the plain Hono baseline, as pool-state and ip-to-company measure it: a
- * probe (a broken seed or route fails here, not as a wall of non-2xx after a full run; it is also
- * the request that fills any cache the measured ones hit), the interleaved runs, the server's
- * memory after them, the checks, and the figures. Goals apply on Postgres; the embedded default's
- * throughput and latency are reported, its memory judged.
+ * One route of ours against its minimal equivalent and the plain Hono route, as pool-state and
+ * ip-to-company measure it: a probe request (a broken seed or route fails here, not as a wall of
+ * non-2xx after a full run; it is also the request that fills any cache the measured ones hit), the
+ * interleaved runs, each process's CPU and allocation per request, the server's memory after them,
+ * the checks, and the figures. The goal is the ratio to the equivalent; the plain route is
+ * reported beside it. Goals apply on Postgres; the embedded default's figures are reported, its
+ * memory judged. Without an equivalent (pool-state on the embedded default, where no second process
+ * may open the database) only the plain route is compared.
  */
-export async function benchRouteAgainstBaseline(opts: {
+export async function benchRouteAgainstEquivalent(opts: {
   bench: string;
   server: BenchServer & { embedded: boolean };
-  baseline: Listening & { path: string };
+  baseline: Listening & { path: string; probe?: ServerProbe };
+  equivalent?: Listening & { probe: ServerProbe };
+  /** Our route, and the equivalent's URL for the same request. */
   target: Target;
+  equivalentUrl?: string;
   seconds: number;
   /** After the server's own description in the header (e.g. `, IP_DATA=1`). */
   serverNote?: string;
-  metrics: { throughput: string; p99: string };
+  /** Metric names, each ending with where it ran; to `cpu` and `allocated` the bench adds what they compare and where. */
+  metrics: { equivalent: string; bare: string; cpu: string; allocated: string; p99: string };
   goals: { ratio: number; p99Ms: number };
 }): Promise<void> {
   const { bench, server, target, goals } = opts;
-  const probe = await fetch(target.url, { method: target.method ?? 'GET', headers: target.headers, body: target.body });
-  if (probe.status !== 200) throw new Error(`${bench} probe returned ${probe.status}: ${await probe.text()}`);
-  await probe.body?.cancel();
-  const bare: Target = { name: 'plain Hono route', url: `${opts.baseline.url}${opts.baseline.path}` };
+  const bare: Side = { target: { name: 'plain Hono route', url: `${opts.baseline.url}${opts.baseline.path}` }, probe: opts.baseline.probe };
+  const equivalent: Side | undefined =
+    opts.equivalent && opts.equivalentUrl
+      ? { target: { ...target, name: 'minimal equivalent', url: opts.equivalentUrl }, probe: opts.equivalent.probe }
+      : undefined;
+  const ours: Side = { target, probe: server.probe };
+  const sides = [bare, ...(equivalent ? [equivalent] : []), ours];
   process.stdout.write(
     [
       `bench ${bench}`,
       `  ${machineLine()}`,
       `  server: ${server.where}${opts.serverNote ?? ''}`,
-      '  baseline: a plain Hono app with one JSON route (bench/baseline-server.ts), built the same way, plain node, its own process',
-      `  load: autocannon, ${CONNECTIONS} connections (worker thread of the bench process); warm-up ${WARMUP_SECONDS} s each, then ${opts.seconds} s per run, order baseline, ${target.name}, ${target.name}, baseline`,
+      '  plain route: a Hono app with one JSON GET route (bench/baseline-server.ts), built the same way, plain node, its own process',
+      equivalent
+        ? `  minimal equivalent: bench/minimal-equivalent-*.ts, built the same way, plain node with the serve script's options, its own process`
+        : '  minimal equivalent: none here (no second process may open the embedded database)',
+      `  load: autocannon, ${CONNECTIONS} connections (worker thread of the bench process); warm-up ${WARMUP_SECONDS} s each, then ${opts.seconds} s per run, order ${[...sides, ...[...sides].reverse()].map((s) => s.target.name).join(', ')}`,
       '',
     ].join('\n'),
   );
-  const { runs, baseline: b, ours } = await compareWithBaseline(target, bare, opts.seconds);
+  const { runs, rows, perRequest } = await compareSides(sides, opts.seconds);
+  const rowOf = (side: Side) => rows.find((r) => r.label === `${side.target.name} (combined)`) as Row;
+  const costOf = (side: Side | undefined) => (side ? perRequest.find((p) => p.name === side.target.name) : undefined);
+  const oursRow = rowOf(ours);
+  const bareRow = rowOf(bare);
+  const equivRow = equivalent ? rowOf(equivalent) : undefined;
   const rss = (await server.rss()) ?? Number.NaN;
   const where = server.embedded ? 'embedded' : 'postgres';
-  const throughput = figure(bench, opts.metrics.throughput, {
-    ours: ours.reqPerSec,
-    baseline: b.reqPerSec,
-    goal: server.embedded ? '' : `ratio >= ${goals.ratio}`,
-    unit: 'req/s',
-  });
-  const p99 = figure(bench, opts.metrics.p99, { ours: ours.p99, goal: server.embedded ? '' : `ours <= ${goals.p99Ms}`, unit: 'ms' });
+  const judged = (goal: string) => (server.embedded ? '' : goal);
+  const figures: Figure[] = [];
+  const againstEquivalent = equivRow
+    ? figure(bench, opts.metrics.equivalent, {
+        ours: oursRow.reqPerSec,
+        baseline: equivRow.reqPerSec,
+        goal: judged(`ratio >= ${goals.ratio}`),
+        unit: 'req/s',
+      })
+    : undefined;
+  if (againstEquivalent) figures.push(againstEquivalent);
+  figures.push(figure(bench, opts.metrics.bare, { ours: oursRow.reqPerSec, baseline: bareRow.reqPerSec, unit: 'req/s' }));
+  const oursCost = costOf(ours);
+  const equivCost = costOf(equivalent);
+  if (oursCost) {
+    const round = (n: number) => Math.round(n * 10) / 10;
+    // Named for what they compare: without an equivalent, ours alone.
+    const named = (what: string) => `${what}${equivCost ? ' vs minimal equivalent' : ''} (${where})`;
+    figures.push(
+      figure(bench, named(opts.metrics.cpu), {
+        ours: round(oursCost.cpuMicros),
+        baseline: equivCost ? round(equivCost.cpuMicros) : null,
+        unit: 'µs',
+      }),
+    );
+    figures.push(
+      figure(bench, named(opts.metrics.allocated), {
+        ours: Math.round(oursCost.allocatedBytes),
+        baseline: equivCost ? Math.round(equivCost.allocatedBytes) : null,
+        unit: 'bytes',
+      }),
+    );
+  }
+  const p99 = figure(bench, opts.metrics.p99, { ours: oursRow.p99, goal: judged(`ours <= ${goals.p99Ms}`), unit: 'ms' });
   const memory = figure(bench, `server RSS after load (${server.embedded ? 'npm start, embedded' : 'npm run serve, Postgres'})`, {
     ours: rss,
     goal: memoryGoal(server.embedded),
     unit: 'MB',
   });
-  const ratio = throughput.ratio ?? Number.NaN;
+  figures.push(p99, memory);
+  const pct = (r: number | null | undefined) => (r === null || r === undefined ? '—' : `${(r * 100).toFixed(1)}%`);
+  const checks: string[][] = [];
+  if (againstEquivalent) {
+    const met = meetsGoal({ ...againstEquivalent, goal: `ratio >= ${goals.ratio}` }) === true;
+    checks.push([`${bench} / minimal equivalent req/s (${where})`, pct(againstEquivalent.ratio), `≥ ${goals.ratio * 100}%`, verdict(met)]);
+  }
+  checks.push(
+    [`${bench} / plain route req/s (${where})`, pct(bareRow.reqPerSec ? oursRow.reqPerSec / bareRow.reqPerSec : null), 'reported', '—'],
+    [`${bench} p99 (${where})`, `${oursRow.p99} ms`, `≤ ${goals.p99Ms} ms`, verdict(oursRow.p99 <= goals.p99Ms)],
+    ['server RSS after the load', `${rss} MB`, `${memory.goal.replace('ours <= ', '≤ ')} MB`, verdict(meetsGoal(memory) === true)],
+  );
   process.stdout.write(
     [
-      resultsTable([runRows(runs), [b, ours]]),
+      resultsTable([runRows(runs), rows]),
       'combined: req/s over both runs; p50/p99 of the worse run. Latency resolution is 1 ms (autocannon).',
       '',
       formatTable(
-        ['check', 'measured', 'goal', 'result'],
-        [
-          [
-            [`${bench} / plain Hono req/s (${where})`, `${(ratio * 100).toFixed(1)}%`, `≥ ${goals.ratio * 100}%`, verdict(ratio >= goals.ratio)],
-            [`${bench} p99 (${where})`, `${ours.p99} ms`, `≤ ${goals.p99Ms} ms`, verdict(ours.p99 <= goals.p99Ms)],
-            ['server RSS after the load', `${rss} MB`, `${memory.goal.replace('ours <= ', '≤ ')} MB`, verdict(meetsGoal(memory) === true)],
-          ],
-        ],
+        ['process', 'requests', 'CPU µs / request', 'heap bytes / request'],
+        [perRequest.map((p) => [p.name, String(p.requests), p.cpuMicros.toFixed(1), p.allocatedBytes.toFixed(0)])],
       ),
+      'CPU: every thread of the process over its own runs (bench/server-probe.ts); heap bytes: V8 heap allocation, Buffers not counted.',
+      '',
+      formatTable(['check', 'measured', 'goal', 'result'], [checks]),
       '',
     ].join('\n'),
   );
-  printFigures([throughput, p99, memory]);
+  printFigures(figures);
 }
 
 /** The memory goal for the server a bench measured, MB after load: `npm run serve` on Postgres, or `npm start` embedded. */
