@@ -18,7 +18,8 @@ import {
 import { openOperatorDatabases, parseIpDatabasesSetting } from '@sightline/core/ip/operator-databases/index';
 import { Redis } from 'ioredis';
 import { createDenoDnsResolver } from './dns-resolver.ts';
-import { denoDatabaseFiles, snapshotIpSources } from './ip-sources.ts';
+import { snapshotIpSources } from './ip-sources.ts';
+import { denoDatabaseFiles } from './operator-database-files.ts';
 
 /** Supabase's runtime keeps an isolate alive for promises handed to waitUntil. */
 declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;

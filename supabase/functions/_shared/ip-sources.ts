@@ -1,6 +1,5 @@
 import { Buffer } from 'node:buffer';
 import { type IpDataSources, snapshotSources } from '@sightline/core';
-import type { OperatorDatabaseFiles } from '@sightline/core/ip/operator-databases/index';
 import { type CountryResponse, Reader } from 'maxmind';
 
 /**
@@ -13,16 +12,3 @@ import { type CountryResponse, Reader } from 'maxmind';
 export function snapshotIpSources(read: (name: string) => Promise<Uint8Array<ArrayBuffer>>): IpDataSources {
   return snapshotSources(read, (bytes) => new Reader<CountryResponse & { country_code?: string }>(Buffer.from(bytes)));
 }
-
-/**
- * The operator's own databases (IP_DATABASES) read with Deno's file system: on Supabase, files
- * shipped beside the function as static files (config.toml), named relative to the working directory.
- */
-export const denoDatabaseFiles: OperatorDatabaseFiles = {
-  async identity(file) {
-    const s = await Deno.stat(file);
-    return `${s.ino ?? ''}:${s.size}:${s.mtime?.getTime() ?? ''}`;
-  },
-  read: (file) => Deno.readFile(file),
-  openReader: (bytes) => new Reader<Record<string, unknown>>(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)),
-};
