@@ -322,6 +322,9 @@ describe.skipIf(!redisUrl)('Redis shared results (REDIS_URL)', () => {
           set: async (k, v, ttl) => {
             await redis.set(k, v, 'EX', ttl);
           },
+          forget: async (pattern) => {
+            for (const k of await redis.keys(pattern)) await redis.del(k);
+          },
         },
       }),
     });

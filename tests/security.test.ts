@@ -249,6 +249,8 @@ describe('a released child’s key', () => {
       'api-create-connect-link': { send: () => call(env, at, { key: key(), method: 'POST' }), status: 403, error: SCOPED },
       'ip-to-company': { send: () => call(env, at, { key: key(), body: { ip: '17.253.144.10' } }), status: 403, error: SCOPED },
       'ip-to-best-fit': { send: () => call(env, at, { key: key(), body: { ip_address: '17.253.144.10' } }), status: 403, error: SCOPED },
+      // Erasing from the account is acting on it: refused before anything is read.
+      'api-erase-personal-data': { send: () => call(env, at, { key: key(), body: { ip: '17.253.144.10' } }), status: 403, error: SCOPED },
       // A user connected to the partner, through the released key: refused whoever the user is.
       'api-account-status': { send: asUser(undefined), status: 403, error: SCOPED },
       'api-usage-summary': { send: asUser({ period: 'all' }), status: 403, error: SCOPED },

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { type CoreDeps, purgeIdempotentRequests, rollOverDuePeriods, sweepWebhookDeliveries, workIcpQueue, workTrackerQueue } from '@sightline/core';
+import { type CoreDeps, rollOverDuePeriods, sweepDataLifecycle, sweepWebhookDeliveries, workIcpQueue, workTrackerQueue } from '@sightline/core';
 
 /**
  * One row per scheduled sweep: its name, the verb it runs, how often, what it needs and what it
@@ -36,16 +36,41 @@ const sweep = <T extends z.ZodRawShape>(s: Sweep<T>): Sweep<T> => s;
 
 export const periodRollover = sweep({
   sweep: 'period-rollover',
-  summary: 'Scheduled (hourly): roll over every period whose end has passed, and forget idempotency outcomes past their retention',
+  summary: 'Scheduled (hourly): roll over every period whose end has passed',
   description: 'Called by the scheduler (Supabase Cron) with the sweep token; idempotent, so a second run finds nothing due.',
   nodeEverySeconds: 3600,
   cron: '0 * * * *',
-  result: z.object({ children: int(), pools: int(), idempotent_requests: int() }),
+  result: z.object({ children: int(), pools: int() }),
   resultName: 'PeriodRolloverResult',
-  run: async (deps) => ({
-    ...(await rollOverDuePeriods({ ctx: deps, input: {} })),
-    ...(await purgeIdempotentRequests({ ctx: deps, input: {} })),
+  run: (deps) => rollOverDuePeriods({ ctx: deps, input: {} }),
+});
+
+export const dataLifecycle = sweep({
+  sweep: 'data-lifecycle',
+  summary:
+    'Scheduled (hourly): make tracker-event partitions ahead, drop those past retention, delete ended webhook events, expired cached lookups, ended connect links and old idempotency outcomes, and remove the addresses and people of visitors not seen for the personal-data period',
+  description:
+    'Called by the scheduler (Supabase Cron) with the sweep token; idempotent, so a second run finds nothing due. Each deletion runs in bounded batches claimed with SKIP LOCKED, so replicas share it and no batch holds a long lock. The periods are TRACKER_EVENT_RETENTION_DAYS, WEBHOOK_EVENT_RETENTION_DAYS, CONNECT_LINK_RETENTION_DAYS and PERSONAL_DATA_RETENTION_MONTHS (docs/operating.md, "Data lifecycle").',
+  nodeEverySeconds: 3600,
+  cron: '30 * * * *',
+  result: z.object({
+    tracker_events: z.object({ partitions_made: int(), partitions_dropped: int(), default_rows: int() }),
+    events: int(),
+    ip_cache: int(),
+    connect_links: int(),
+    idempotent_requests: int(),
+    aged: z.object({
+      visitors: int(),
+      visitor_sessions: int(),
+      identifications: int(),
+      individuals: int(),
+      search_labels: int(),
+      api_lookups: int(),
+      credit_transactions: int(),
+    }),
   }),
+  resultName: 'DataLifecycleSweepResult',
+  run: (deps) => sweepDataLifecycle({ ctx: deps, input: {} }),
 });
 
 export const webhookDeliveries = sweep({
@@ -95,7 +120,7 @@ export const icpWork = sweep({
 });
 
 /** Every sweep, in the order the cron SQL schedules them. */
-export const SCHEDULE: readonly Sweep[] = [periodRollover, trackerEvents, icpWork, webhookDeliveries];
+export const SCHEDULE: readonly Sweep[] = [periodRollover, trackerEvents, icpWork, webhookDeliveries, dataLifecycle];
 
 /** A sweep's function name, which is also its URL segment. */
 export const sweepFunctionName = (s: Pick<Sweep, 'sweep'>): string => `sweep-${s.sweep}`;

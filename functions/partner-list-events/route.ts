@@ -17,6 +17,8 @@ export const route = createRoute({
   method: 'get',
   path: '/',
   summary: 'Addition to the spec: recent partner events with delivery status and attempts, newest first',
+  description:
+    'How far back it sees: every event still pending, and each ended one (delivered, finally failed, or without a destination) for WEBHOOK_EVENT_RETENTION_DAYS after it ended (default 30 days; docs/operating.md, "Data lifecycle"), after which the data-lifecycle sweep deletes it and its attempts, and partner-replay-event no longer finds it.',
   request: { query: ListPartnerEventsInput },
   responses: { 200: jsonAnswer('Events', ListEventsResponse) },
 });

@@ -4,8 +4,10 @@
  * beacon is dropped quietly for an unknown tracker, an inactive website, a revoked key, a page host
  * the website does not take (sl_tracker_accepts_host), or an origin host (the browser's Origin or
  * Referer, when it sent one) the same rule refuses. A repeated engagement beacon (same website,
- * session and beacon id) is stored once: against a stored one by the unique index, and within the
- * batch by taking the first. Rows go in in key order, so two batches that carry the same beacons
+ * session and beacon id) is stored once: against one stored today by the unique index (which holds
+ * the partition key, the UTC day: 0035), against one stored yesterday by looking for it (a retry
+ * that straddles midnight; two copies racing across midnight itself could both be stored), and within
+ * the batch by taking the first. Rows go in in key order, so two batches that carry the same beacons
  * take the unique index's locks in the same order. Every stored event that is not a bot's enters
  * the worker's queue.
  */
@@ -36,9 +38,12 @@ begin
     insert into tracker_events (website_id, api_key_id, kind, ip, is_bot, session_id, url, referrer, active_ms, beacon_id, user_agent)
     select s.website_id, s.api_key_id, e.kind, e.ip, e.is_bot, e.session_id, e.url, e.referrer, e.active_ms, e.beacon_id, e.user_agent
     from e join site s on s.tracking_script_id = e.tracking_script_id and s.page_host = e.page_host and s.origin_key = e.origin_key
-    where e.beacon_id is null or e.nth = 1
+    where e.beacon_id is null or (e.nth = 1 and not exists (
+      select 1 from tracker_events y
+      where y.website_id = s.website_id and y.session_id = e.session_id and y.beacon_id = e.beacon_id
+        and y.received_on = (now() at time zone 'UTC')::date - 1))
     order by s.website_id, e.session_id, e.beacon_id
-    on conflict (website_id, session_id, beacon_id) where beacon_id is not null do nothing
+    on conflict (website_id, session_id, beacon_id, received_on) where beacon_id is not null do nothing
     returning id, is_bot, website_id, session_id, beacon_id
   ),
   queued as (

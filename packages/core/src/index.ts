@@ -15,6 +15,7 @@ export * from './icp/index.ts';
 export * from './ip/index.ts';
 export * from './kernel/index.ts';
 export * from './ledger/index.ts';
+export * from './lifecycle/index.ts';
 export * from './messaging/index.ts';
 export * from './operator/index.ts';
 export * from './partner/index.ts';

@@ -16,6 +16,8 @@ import {
   createProduct,
   creditTopup,
   disconnectUser,
+  ErasureInput,
+  erasePersonalData,
   findUnstorableText,
   grantCredits,
   PLANS,
@@ -30,6 +32,7 @@ import {
   settleInvoice,
   storeCompanies,
   storeRanges,
+  sweepDataLifecycle,
   UNSTORABLE_TEXT_MESSAGE,
 } from '@sightline/core';
 import { z } from 'zod';
@@ -327,6 +330,32 @@ const commands = {
     usage: 'roll-over   (run the period rollover sweep now)',
     schema: z.object({}),
     run: (deps) => rollOverDuePeriods({ ctx: deps, input: {} }),
+  }),
+  erase: command({
+    usage:
+      'erase (--ip A | --linkedin-url U) [--account-id A]   (a data-protection request: one address or one person, from one account or, without --account-id, from every account)',
+    schema: z.object({ ip: z.string().optional(), 'linkedin-url': z.string().optional(), 'account-id': uuid('account-id').optional() }),
+    run: (deps, f) => {
+      const parsed = ErasureInput.safeParse({ ip: f.ip, linkedin_url: f['linkedin-url'] });
+      if (!parsed.success) {
+        const msg = parsed.error.issues
+          .map((i) =>
+            i.path[0] === 'linkedin_url'
+              ? `--linkedin-url ${i.message}`
+              : i.path[0] === 'ip'
+                ? `--ip ${i.message}`
+                : 'give exactly one of --ip and --linkedin-url',
+          )
+          .join('; ');
+        throw new AppError('invalid_request', `${msg}\nusage: npm run admin -- erase (--ip A | --linkedin-url U) [--account-id A]`);
+      }
+      return erasePersonalData({ ctx: deps, input: { ...parsed.data, accountId: f['account-id'] ?? null } });
+    },
+  }),
+  'data-lifecycle': command({
+    usage: 'data-lifecycle   (run the data-lifecycle sweep now: retention, partitions, ageing)',
+    schema: z.object({}),
+    run: (deps) => sweepDataLifecycle({ ctx: deps, input: {} }),
   }),
 } satisfies Record<string, OperatorCommandSpec>;
 

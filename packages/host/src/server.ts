@@ -1,5 +1,6 @@
 import { allowedMethods, type CoreDeps, createApiServer, type FunctionApp, securitySchemes } from '@sightline/core';
 import { allFunctions } from '../../../functions/index.ts';
+import { serveConsole } from '../../console/src/serve.ts';
 import { readNodeBody } from './node-body.ts';
 
 export const FUNCTIONS_PREFIX = '/functions/v1';
@@ -30,6 +31,13 @@ export function createHostApp(deps: CoreDeps, opts: { bodyTimeoutMs?: number } =
   app.get('/openapi.json', (c) => {
     doc ??= openApiDocument(app);
     return c.json(doc);
+  });
+  // The console (packages/console): its page and files under /console/, calling the functions here.
+  app.get('/console', (c) => c.redirect('/console/', 308));
+  app.get('/console/*', async (c) => {
+    const file = c.req.path.slice('/console/'.length);
+    const res = await serveConsole(file, { apiBase: FUNCTIONS_PREFIX, acceptEncoding: c.req.header('accept-encoding') });
+    return res ?? c.json({ success: false, error: 'no such console file', code: 'not_found' }, 404);
   });
   app.get('/healthz', async (c) => {
     await deps.db`select 1`;

@@ -13,6 +13,7 @@ import { createRedisRateLimiter, createTrackerBudgets, type RateLimiter, type Tr
 import { trustedProxies } from '../kernel/net/client-address.ts';
 import type { WebhookTransport } from '../kernel/net/webhook-destination.ts';
 import type { Database } from '../kernel/sql.ts';
+import { retentionSettings } from '../lifecycle/settings.ts';
 import { builtinProcessor, type PaymentProcessor } from '../payments/processor.ts';
 import { createStripeProcessor } from '../payments/stripe.ts';
 import { createPeopleDataLabsResearch } from '../research/people-data-labs.ts';
@@ -198,6 +199,7 @@ export async function buildDeps(env: Env, runtime: HostRuntime, choices: DepsCho
     ...(runtime.remoteAddressOf ? { remoteAddressOf: runtime.remoteAddressOf } : {}),
     ...(runtime.headersOf ? { headersOf: runtime.headersOf } : {}),
     trustedProxies: trustedProxies(env.TRUSTED_PROXIES),
+    retention: retentionSettings(env),
     ...(env.PUBLIC_BASE_URL ? { publicBaseUrl: env.PUBLIC_BASE_URL } : {}),
     // One count per address across replicas, like the API-wide limit.
     ...(redis ? { connectLinkRateLimiter: createRedisRateLimiter(redis, CONNECT_LINK_COMPLETIONS, 'sl:rl:connect-link:') } : {}),

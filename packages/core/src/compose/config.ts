@@ -4,6 +4,7 @@ import { RdapEnvSchema } from '../ip/rdap/index.ts';
 import { ReverseDnsSettings } from '../ip/reverse-dns/index.ts';
 import { DEFAULT_TRACKER_BUDGETS } from '../kernel/limits.ts';
 import { parseCidr } from '../kernel/net/ip.ts';
+import { RetentionEnvSchema, retentionConflict } from '../lifecycle/settings.ts';
 
 const flag = z
   .enum(['0', '1', 'true', 'false', ''])
@@ -180,6 +181,8 @@ export const EnvSchema = z.object({
   PAID_LOOKUPS: z.enum(['unconfirmed', 'always']).default('unconfirmed'),
   ...ReverseDnsSettings.shape,
   ...RdapEnvSchema.shape,
+  /** How long data is kept and when a visitor's address goes (lifecycle/settings.ts; docs/operating.md, "Data lifecycle"). */
+  ...RetentionEnvSchema.shape,
   /**
    * Create and print a demo partner on an empty database. Unset means: on the embedded default
    * only. A live partner with a printed key must never appear on a production database because
@@ -240,6 +243,10 @@ const EnvRules = EnvSchema.refine((e) => e.PAYMENTS_PROVIDER !== 'stripe' || e.S
   .refine((e) => e.RESEARCH_PROVIDER !== 'people-data-labs' || e.PDL_API_KEY, {
     message: 'PDL_API_KEY is required when RESEARCH_PROVIDER=people-data-labs',
     path: ['PDL_API_KEY'],
+  })
+  .superRefine((e, ctx) => {
+    const conflict = retentionConflict(e);
+    if (conflict) ctx.addIssue({ code: 'custom', message: conflict, path: ['PERSONAL_DATA_RETENTION_MONTHS'] });
   });
 
 /** Parses an environment record; throws one readable error listing every bad setting. */

@@ -14,6 +14,7 @@ import { createMemoryRateLimiter, createTrackerBudgets, DEFAULT_TRACKER_BUDGETS,
 import { type TrustedProxies, trustedProxies } from '../kernel/net/client-address.ts';
 import type { WebhookTransport } from '../kernel/net/webhook-destination.ts';
 import type { Sql } from '../kernel/sql.ts';
+import type { RetentionSettings } from '../lifecycle/settings.ts';
 import { builtinProcessor, type PaymentProcessor } from '../payments/processor.ts';
 import type { ProfileResearch } from '../research/profile.ts';
 import { urlOnlyResearch } from '../research/url-only.ts';
@@ -53,6 +54,8 @@ export interface CoreDepsParts {
   publicBaseUrl?: string;
   /** Defaults to CONNECT_LINK_COMPLETIONS per client address, in process. */
   connectLinkRateLimiter?: RateLimiter;
+  /** Defaults to DEFAULT_RETENTION (lifecycle/settings.ts). */
+  retention?: RetentionSettings;
 }
 
 /**
@@ -90,6 +93,7 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     trustedProxies: parts.trustedProxies ?? trustedProxies([]),
     trackerKick: parts.trackerKick ?? true,
     ...(parts.publicBaseUrl ? { publicBaseUrl: parts.publicBaseUrl } : {}),
+    ...(parts.retention ? { retention: parts.retention } : {}),
     connectLinkRateLimiter: parts.connectLinkRateLimiter ?? createMemoryRateLimiter(CONNECT_LINK_COMPLETIONS),
     trackerBudgets: parts.trackerBudgets ?? createTrackerBudgets(DEFAULT_TRACKER_BUDGETS),
     runner,

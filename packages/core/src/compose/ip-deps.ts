@@ -11,7 +11,7 @@ import { queryProviders } from '../ip/providers/run.ts';
 import { createSnitcherProvider } from '../ip/providers/snitcher.ts';
 import { createRdapSource, postgresRdapStore, rdapOptionsFromEnv } from '../ip/rdap/index.ts';
 import type { FreeSources, IpDeps } from '../ip/resolve-ip.ts';
-import { createRecentResults } from '../ip/result-cache.ts';
+import { createRecentResults, IP_RESULTS_ERASED_CHANNEL } from '../ip/result-cache.ts';
 import { createReverseDnsSource, type DnsResolver, type ReverseDnsOptions, reverseDnsOptions } from '../ip/reverse-dns/index.ts';
 import { createIpStore, type IpStore, type IpStoreOptions } from '../ip/store.ts';
 import type { EnrichmentProvider, IpProvider, PersonMatcher } from '../ip/types.ts';
@@ -53,10 +53,21 @@ export async function buildIpDeps(
   // that judges owners is the data's too.
   const ownership = free ? OwnershipSource.fromBase(base) : null;
   const store = await createIpStore(db, log, base, { ...opts, judge: ownership });
+  // An erasure anywhere drops this process's recent results (result-cache.ts), where the host can listen.
+  const recent = rest.recentResults;
+  const erasures = recent && (opts.follow ?? true) ? await db.listen(IP_RESULTS_ERASED_CHANNEL, () => recent.clear()) : null;
   return {
     ...rest,
     ...(free ? { free: { ownership, ...free } } : {}),
-    store,
+    store: erasures
+      ? {
+          ...store,
+          close: async () => {
+            await erasures.unlisten();
+            await store.close();
+          },
+        }
+      : store,
     data: store.data,
     reload: store.reload,
     countryOf: (ip) => country.get(ip)?.country_code ?? null,
@@ -103,8 +114,25 @@ export function redisSharedResults(redis: SharedRedis): NonNullable<IpDeps['shar
   return {
     get: (key) => redis.get(key).catch(() => null),
     set: (key, value, ttlSeconds) => redis.set(key, value, ttlSeconds).catch(() => undefined),
+    forget: async (pattern) => {
+      await redis.eval(FORGET_LUA, 0, pattern);
+    },
   };
 }
+
+/** SCAN and UNLINK every key matching ARGV[1]; answers how many went. */
+const FORGET_LUA = `
+local cursor = '0'
+local n = 0
+repeat
+  local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do
+    redis.call('UNLINK', k)
+    n = n + 1
+  end
+until cursor == '0'
+return n`;
 
 /** What only a host can give the free sources: a DNS resolver, the operator's opened database files, a background runner. */
 export interface FreeSourceHost {

@@ -13,6 +13,10 @@ import type { IpOperation, Verdict } from './types.ts';
  * The Postgres tier is written in the transaction that pays for the result, so a result is kept
  * exactly when it was paid for: `storeResult` below (credits, sl_charge_lookup), and for the
  * tracker's identifications sl_settle_identifications (IDs), whose rows `readStoredResults` reads.
+ *
+ * The one exception to "never invalidated" is erasure (lifecycle/erase-personal-data.ts): the
+ * erasing SQL notifies IP_RESULTS_ERASED_CHANNEL at commit and every listening process drops its
+ * recent results; the erasing process also drops the account's shared copies (`forgetResults`).
  */
 
 /** Spec: results are cached for 7 days; a repeat within them is served at no extra cost. */
@@ -36,6 +40,8 @@ export interface RecentResults<T> {
   get(key: string): T | undefined;
   /** Keeps `value` until `expiresAt` (epoch ms). */
   set(key: string, value: T, expiresAt: number): void;
+  /** Drops everything (an erasure: the Postgres tier refills what is still stored). */
+  clear(): void;
   readonly size: number;
 }
 
@@ -43,7 +49,12 @@ export interface RecentResults<T> {
 export interface SharedResults {
   get(key: string): Promise<string | null>;
   set(key: string, value: string, ttlSeconds: number): Promise<void>;
+  /** Deletes every key matching `pattern` (Redis glob); rare (an erasure), so a scan is fine. */
+  forget(pattern: string): Promise<void>;
 }
+
+/** What the erasure SQL (sl_erase_address, sl_erase_person) notifies at commit: the account's id, or '' for every account. */
+export const IP_RESULTS_ERASED_CHANNEL = 'sl_ip_results_erased';
 
 /** What the shared results hold: the result and when it stops being served (epoch ms). */
 export interface SharedEntry {
@@ -78,16 +89,33 @@ export function createRecentResults<T>(maxEntries = 50_000, now: () => number = 
     set(key, value, expiresAt) {
       if (expiresAt > now()) entries.set(key, { value, expiresAt });
     },
+    clear() {
+      entries.clear();
+    },
     get size() {
       return entries.size;
     },
   };
 }
 
+// v2: the shared cache holds `SharedEntry` values (v1 held bare results, which a replica still on the
+// old code would misread during a rolling deploy).
+const KEY_PREFIX = 'sl:ip:v2:';
+
 function keyOf(scope: LookupScope): string {
-  // v2: the shared cache holds `SharedEntry` values (v1 held bare results, which a replica still on the
-  // old code would misread during a rolling deploy).
-  return `sl:ip:v2:${scope.operation}:${scope.accountId}:${scope.ip}`;
+  return `${KEY_PREFIX}${scope.operation}:${scope.accountId}:${scope.ip}`;
+}
+
+/**
+ * After an erasure has committed: drops this process's recent results and every shared copy of the
+ * account's results (null: every account's), so no tier above Postgres serves what was erased. The
+ * account's other results are read from Postgres again at their next use. Other processes drop
+ * theirs on the erasure's notification (IP_RESULTS_ERASED_CHANNEL). A Redis failure is logged by
+ * the caller and leaves copies that expire with their results (at most 7 days).
+ */
+export async function forgetResults(tiers: ResultTiers, accountId: string | null): Promise<void> {
+  tiers.recentResults?.clear();
+  await tiers.sharedResults?.forget(`${KEY_PREFIX}*:${accountId ?? '*'}:*`);
 }
 
 /** Keeps a result in this process until its expiry; the frozen copy is what a hit returns. */

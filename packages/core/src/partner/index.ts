@@ -1,11 +1,14 @@
 export { AdoptExistingKeyInput, AdoptedChild, adoptExistingKey } from './adopt-existing-key.ts';
+export { CheckInstallInput, checkInstall, InstallCheck } from './check-install.ts';
 export { CreateChildKeyInput, CreatedChild, createChildKey } from './create-child-key.ts';
 export { getPoolState, PoolState } from './get-pool-state.ts';
 export { ChildrenPage, ListChildrenInput, listChildren } from './list-children.ts';
 export { ListPartnerEventsInput, listPartnerEvents, PartnerEvents } from './list-partner-events.ts';
+export { ConsoleBrand, readConsoleBrand } from './read-console-brand.ts';
 export { ReleaseChildInput, ReleasedChild, releaseChild } from './release-child.ts';
 export { ReplayedEvent, ReplayPartnerEventInput, replayPartnerEvent } from './replay-partner-event.ts';
 export { RotateChildKeyInput, RotatedKey, rotateChildKey } from './rotate-child-key.ts';
+export { Brand, PartnerBrand, SetPartnerBrandInput, setPartnerBrand } from './set-partner-brand.ts';
 export { PartnerWebhook, SetPartnerWebhookInput, setPartnerWebhook } from './set-partner-webhook.ts';
 export { TopupTransferred, TransferTopupInput, transferTopup } from './transfer-topup.ts';
 export { UpdateChildInput, UpdatedChild, updateChild } from './update-child.ts';

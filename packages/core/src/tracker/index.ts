@@ -5,4 +5,5 @@ export { type IdentificationReport, identifyVisitors } from './identify-visitors
 export { Identification, ListIdentificationsInput, listIdentifications } from './list-identifications.ts';
 export { ListVisitorsInput, listVisitors, VisitorsPage, visitorsPageBody } from './list-visitors.ts';
 export { COLLECT_PATH, renderTrackerScript, serveTrackerScript, TRACKER_CACHE_CONTROL, TrackerScriptFile } from './serve-script.ts';
+export { VisitorStats, VisitorStatsInput, visitorStats } from './visitor-stats.ts';
 export { workTrackerQueue } from './work-tracker-queue.ts';

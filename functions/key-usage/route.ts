@@ -1,0 +1,26 @@
+import { createRoute } from '@hono/zod-openapi';
+import { callerKey, type FunctionDefinition, jsonAnswer, KeyUsage, openapi, policies, readKeyUsage } from '@sightline/core';
+import { succeeded } from '../_shared/schemas.ts';
+
+export const KeyUsageResponse = succeeded(KeyUsage, 'KeyUsageResponse');
+
+export const route = createRoute({
+  method: 'get',
+  path: '/',
+  summary: 'Addition to the spec: the IDs the key draws on (quota, used, top-up, period end)',
+  description:
+    'Any key of the account, a suspended one too. A managed child’s key reads its own subscription; a partner’s own key reads the pool; a key whose identifications are not metered in IDs answers `metered_by: none`.',
+  responses: { 200: jsonAnswer('The usage', KeyUsageResponse) },
+});
+
+export const keyUsage: FunctionDefinition = {
+  name: 'key-usage',
+  mount: 'functions',
+  method: 'GET',
+  policy: policies.accountKey,
+  register(app) {
+    openapi(app, route, async (c) =>
+      c.json({ success: true as const, ...(await readKeyUsage({ ctx: c.get('deps'), input: { key: callerKey(c) } })) }, 200),
+    );
+  },
+};

@@ -1,0 +1,4 @@
+import { dataLifecycle } from '../_shared/schedule.ts';
+import { sweepFunction } from '../_shared/sweep.ts';
+
+export const sweepDataLifecycle = sweepFunction(dataLifecycle);
