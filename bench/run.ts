@@ -14,9 +14,11 @@ const benches: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   caches: () => import('./caches.ts'),
   collect: () => import('./collect.ts'),
   visitors: () => import('./visitors.ts'),
+  'identification-list': () => import('./identification-list.ts'),
   rollover: () => import('./rollover.ts'),
   startup: () => import('./startup.ts'),
   soak: () => import('./soak.ts'),
+  storage: () => import('./storage.ts'),
   identification: () => import('./identification.ts'),
 };
 

@@ -59,6 +59,13 @@ import {
  */
 const CONNECTIONS = 8;
 const MAX_P99_MS = 50;
+/** The default view (no search, the last 30 days, 100 rows, exact total) and an incremental sync, issue 30. */
+const MAX_DEFAULT_P99_MS = 50;
+const MAX_SYNC_P99_MS = 20;
+/** Their p99 at BENCH_LARGE_ROWS against BENCH_ROWS. */
+const MAX_GROWTH = 1.5;
+/** 10000000 as 10M, for a metric a reader searches for. */
+const rowsLabel = (n: number) => (n % 1_000_000 === 0 ? `${n / 1_000_000}M` : n % 1000 === 0 ? `${n / 1000}k` : String(n));
 /** Requests without `search` sent through the server before the searches are measured again. */
 const UNFILTERED_REQUESTS = 64;
 const SMALL_COMPANIES = 200;
@@ -187,12 +194,18 @@ interface Seeded {
  * through the first 200 companies, later ones through the other 1,800, so growing the table never
  * adds rows to an already-seeded company. last_seen: spread evenly over the last 90 days by a hash
  * of g (reproducible).
+ *
+ * Loaded as a restore loads: the three tables' secondary indexes dropped first and built again
+ * after (a sort each, not ten million random inserts), triggers and foreign-key checks off for the
+ * load (session_replication_role, as pg_restore; needs a superuser), and list-visitors' hourly
+ * counts (migration 0034) added for the loaded rows in the same transaction, set-based, as the
+ * triggers would have added them. The listing then reads exactly what production's writes leave.
  */
 export async function seed(env: TestEnv, s: Seeded, from: number, to: number, smallRows: number): Promise<void> {
   const first = [...FIRST];
   const second = [...SECOND];
   const industries = [...INDUSTRIES];
-  const CHUNK = 100_000;
+  const CHUNK = 250_000;
   // The search labels (display name, company, domain) the tracker worker would have added, one per company.
   await env.db`
     insert into search_labels (label)
@@ -201,9 +214,19 @@ export async function seed(env: TestEnv, s: Seeded, from: number, to: number, sm
                  (${`{${second.join(',')}}`}::text[])[1 + (c / ${FIRST.length}) % ${SECOND.length}] as w2
           from generate_series(0, ${COMPANIES - 1}) c) n
     on conflict (label) do nothing`;
+  // The secondary indexes, remembered in a table of their own so a failed run leaves their definitions.
+  await env.db`
+    create table bench_dropped_indexes as
+    select i.indexname, i.indexdef from pg_indexes i
+    where i.schemaname = current_schema() and i.tablename in ('identifications', 'visitors', 'api_lookups')
+      and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`;
+  await env.db`do $$ declare r record; begin
+    for r in select indexname from bench_dropped_indexes loop execute format('drop index %I', r.indexname); end loop;
+  end $$`;
   for (let lo = from; lo <= to; lo += CHUNK) {
     const hi = Math.min(to, lo + CHUNK - 1);
     await env.db.begin(async (tx) => {
+      await tx`set local session_replication_role = replica`;
       await tx`
         with src as (
           select g,
@@ -219,11 +242,13 @@ export async function seed(env: TestEnv, s: Seeded, from: number, to: number, sm
         ), ids as (
           insert into identifications (website_id, ip, api_key_id, period_start, status, created_at, identified_at,
                                        identification_type, traffic_type, reason, confidence, country, domain, company_name,
-                                       industry, employee_range, employees, location)
+                                       industry, employee_range, employees, location, scored_at)
           select ${s.websiteId}::uuid, '11.0.0.0'::inet + g, ${s.apiKeyId}::uuid, date_trunc('month', now()), 'identified',
                  last_seen - interval '1 minute', last_seen, 'company', 'business', 'Local data: company network', 0.85, 'US',
                  lower(w1 || w2) || '.com', w1 || ' ' || w2,
-                 (${`{${industries.join(',')}}`}::text[])[1 + c % ${INDUSTRIES.length}], '51-200', 50 + c % 150, 'United States'
+                 (${`{${industries.join(',')}}`}::text[])[1 + c % ${INDUSTRIES.length}], '51-200', 50 + c % 150, 'United States',
+                 -- Scored as the ICP sweep leaves them, so the server's sweep finds no backlog to work through mid-run.
+                 last_seen
           from named
           returning id, ip, identified_at, lower(company_name || ' ' || domain) as label
         )
@@ -240,13 +265,46 @@ export async function seed(env: TestEnv, s: Seeded, from: number, to: number, sm
         from visitors v join identifications i on i.id = v.identification_id
         where v.website_id = ${s.websiteId} and v.ip between '11.0.0.0'::inet + ${lo}::bigint and '11.0.0.0'::inet + ${hi}::bigint
           and (v.ip - '11.0.0.0'::inet) % 10 = 0`;
+      // The hourly counts the triggers would have added for these rows: the visitors, the lookups
+      // (of the visitors' addresses and of the 12.0.0.0 ones), and the pairs of the two.
+      await tx`
+        insert into visitor_listing_counts (scope_id, kind, hour, n)
+        select ${s.websiteId}::uuid, 'visitors', date_trunc('hour', v.last_seen, 'UTC'), count(*)
+        from visitors v
+        where v.website_id = ${s.websiteId} and v.ip between '11.0.0.0'::inet + ${lo}::bigint and '11.0.0.0'::inet + ${hi}::bigint
+        group by 3
+        union all
+        select ${s.apiKeyId}::uuid, 'lookups', date_trunc('hour', a.last_seen, 'UTC'), count(*)
+        from api_lookups a
+        where a.api_key_id = ${s.apiKeyId}
+          and (a.ip between '11.0.0.0'::inet + ${lo}::bigint and '11.0.0.0'::inet + ${hi}::bigint
+               or a.ip between '12.0.0.0'::inet + ${lo}::bigint and '12.0.0.0'::inet + ${hi}::bigint)
+        group by 3
+        union all
+        select ${s.websiteId}::uuid, 'overlap', date_trunc('hour', least(v.last_seen, a.last_seen), 'UTC'), count(*)
+        from visitors v join api_lookups a on a.api_key_id = ${s.apiKeyId} and a.ip = v.ip
+        where v.website_id = ${s.websiteId} and v.ip between '11.0.0.0'::inet + ${lo}::bigint and '11.0.0.0'::inet + ${hi}::bigint
+        group by 3`;
     });
   }
+  // One row per hour again, as the triggers' folds leave them.
+  await env.db`
+    with gone as (
+      delete from visitor_listing_counts where scope_id in (${s.websiteId}::uuid, ${s.apiKeyId}::uuid) returning scope_id, kind, hour, n
+    )
+    insert into visitor_listing_counts (scope_id, kind, hour, n)
+    select scope_id, kind, hour, sum(n) from gone group by 1, 2, 3 having sum(n) <> 0`;
+  await env.db`do $$ declare r record; begin
+    set local maintenance_work_mem = '1GB';
+    for r in select indexdef from bench_dropped_indexes loop execute r.indexdef; end loop;
+    drop table bench_dropped_indexes;
+  end $$`;
   // What autovacuum does after a bulk insert: statistics, the visibility map, the GIN pending list merged.
   await env.db`vacuum analyze identifications`;
   await env.db`vacuum analyze visitors`;
   await env.db`vacuum analyze api_lookups`;
   await env.db`vacuum analyze search_labels`;
+  await env.db`vacuum analyze visitor_listing_counts`;
   // The bulk load's dirty pages written now, not by a checkpoint in the middle of a measured run.
   await env.db`checkpoint`;
 }
@@ -307,6 +365,8 @@ export async function run(): Promise<void> {
   const rows = setting('BENCH_ROWS', 1_000_000, 20);
   const smallRows = setting('BENCH_SMALL_ROWS', Math.floor(rows / 10), 10);
   if (smallRows >= rows) throw new Error('BENCH_SMALL_ROWS must be less than BENCH_ROWS');
+  const largeRows = setting('BENCH_LARGE_ROWS', 10 * rows, 0);
+  if (largeRows !== 0 && largeRows <= rows) throw new Error('BENCH_LARGE_ROWS must be more than BENCH_ROWS (or 0: no growth run)');
   const pool = setting('BENCH_POOL', 10);
 
   const env = await createTestEnv({ pool: 4 });
@@ -346,6 +406,20 @@ export async function run(): Promise<void> {
     try {
       const origin = server.url;
       const list = (name: string, secs: number) => driveCounted({ name, origin, method: 'GET', requests, connections: CONNECTIONS, seconds: secs });
+      /** One request without search, again and again (after a warm-up): its `total` is counted on every call. */
+      const listWindow = async (name: string, query: Record<string, string>) => {
+        const path = `${FUNCTIONS_PREFIX}/list-visitors${Object.keys(query).length ? `?${new URLSearchParams(query)}` : ''}`;
+        const one: CountedRequest[] = [{ path, headers: { 'x-access-key': child.child.key } }];
+        await driveCounted({ name: 'warm-up', origin, method: 'GET', requests: one, connections: CONNECTIONS, seconds: WARMUP_SECONDS });
+        return driveCounted({ name, origin, method: 'GET', requests: one, connections: CONNECTIONS, seconds });
+      };
+      /** An incremental sync's `since`: the newest last_seen listed, less five minutes. */
+      const syncSince = async () => {
+        const [newest] = await env.db<{ t: Date }>`
+          select greatest((select max(last_seen) from visitors where website_id = ${s.websiteId}),
+                          (select max(last_seen) from api_lookups where api_key_id = ${s.apiKeyId})) as t`;
+        return new Date((newest?.t.getTime() ?? Date.now()) - 5 * 60_000).toISOString();
+      };
       // The plain Hono route in its own process: what HTTP alone costs at this load, for scale.
       const bare = (name: string, secs: number) =>
         driveCounted({ name, origin: baseline.url, method: 'GET', requests: [{ path: baseline.path }], connections: CONNECTIONS, seconds: secs });
@@ -392,6 +466,12 @@ export async function run(): Promise<void> {
       results.push(alone);
       const rss = (await server.rss()) ?? Number.NaN;
 
+      // The dashboard's default view and an incremental sync, at 8 connections.
+      const defaultView = await listWindow(`list-visitors default view @ ${rows}`, {});
+      results.push(defaultView);
+      const incremental = await listWindow(`list-visitors incremental sync @ ${rows}`, { since: await syncSince() });
+      results.push(incremental);
+
       // A restarted server (a fresh pool) whose first requests are the dashboard's default (no
       // search, the last 30 days), then the searches: on each pooled connection the two share one
       // prepared statement, so the plan cache sees the unfiltered requests first.
@@ -437,6 +517,20 @@ export async function run(): Promise<void> {
       const scan = await list(`list-visitors @ ${rows}, no label index`, seconds);
       results.push(scan);
       const scanPlan = await innerPlan(dbUrl, key, representative);
+
+      // Growth: the same two views at BENCH_LARGE_ROWS visitors (label indexes not rebuilt: neither view reads them).
+      let grown: { defaultView: CountedResult; incremental: CountedResult; seedSeconds: number } | null = null;
+      if (largeRows) {
+        const t2 = performance.now();
+        await seed(env, s, rows + 1, largeRows, smallRows);
+        const seedSeconds = (performance.now() - t2) / 1000;
+        process.stdout.write(`  grew to ${largeRows} visitors in ${seedSeconds.toFixed(1)} s, then VACUUM ANALYZE, CHECKPOINT\n\n`);
+        const dv = await listWindow(`list-visitors default view @ ${largeRows}`, {});
+        results.push(dv);
+        const inc = await listWindow(`list-visitors incremental sync @ ${largeRows}`, { since: await syncSince() });
+        results.push(inc);
+        grown = { defaultView: dv, incremental: inc, seedSeconds };
+      }
 
       process.stdout.write(`${countedTable(results)}\n`);
       process.stdout.write('latency per response, from send to last byte (0.01 ms resolution); req/s over the run\n\n');
@@ -501,6 +595,34 @@ export async function run(): Promise<void> {
                 `index ${speedup.toFixed(1)}× faster (p50)`,
               ],
               ['  req/s with / without the index', `${countedRate(large).toFixed(0)} / ${countedRate(scan).toFixed(0)}`, '', ''],
+              [
+                `default view (no search, last 30 days, exact total) @ ${rows}: p50 / p99`,
+                `${defaultView.p50.toFixed(2)} / ${defaultView.p99.toFixed(2)} ms`,
+                `p99 ≤ ${MAX_DEFAULT_P99_MS} ms`,
+                verdict(defaultView.p99 <= MAX_DEFAULT_P99_MS),
+              ],
+              [
+                `incremental sync (since the newest less 5 min) @ ${rows}: p50 / p99`,
+                `${incremental.p50.toFixed(2)} / ${incremental.p99.toFixed(2)} ms`,
+                `p99 ≤ ${MAX_SYNC_P99_MS} ms`,
+                verdict(incremental.p99 <= MAX_SYNC_P99_MS),
+              ],
+              ...(grown
+                ? [
+                    [
+                      `default view @ ${largeRows}: p50 / p99`,
+                      `${grown.defaultView.p50.toFixed(2)} / ${grown.defaultView.p99.toFixed(2)} ms`,
+                      `p99 ≤ ${MAX_GROWTH}× @ ${rows}`,
+                      verdict(grown.defaultView.p99 <= MAX_GROWTH * defaultView.p99),
+                    ],
+                    [
+                      `incremental sync @ ${largeRows}: p50 / p99`,
+                      `${grown.incremental.p50.toFixed(2)} / ${grown.incremental.p99.toFixed(2)} ms`,
+                      `p99 ≤ ${MAX_GROWTH}× @ ${rows}`,
+                      verdict(grown.incremental.p99 <= MAX_GROWTH * incremental.p99),
+                    ],
+                  ]
+                : []),
             ],
           ],
         )}\n`,
@@ -533,6 +655,44 @@ export async function run(): Promise<void> {
           ours: median(unfiltered),
           unit: 'ms',
         }),
+        figure('visitors', `list-visitors default view p99 @ ${rows} rows, ${CONNECTIONS} connections`, {
+          ours: defaultView.p99,
+          goal: `ours <= ${MAX_DEFAULT_P99_MS}`,
+          unit: 'ms',
+        }),
+        figure('visitors', `list-visitors incremental sync p99 @ ${rows} rows, ${CONNECTIONS} connections`, {
+          ours: incremental.p99,
+          goal: `ours <= ${MAX_SYNC_P99_MS}`,
+          unit: 'ms',
+        }),
+        ...(grown
+          ? [
+              figure(
+                'visitors',
+                `list-visitors default view p99 @ ${rowsLabel(largeRows)} vs @ ${rowsLabel(rows)} rows, ${CONNECTIONS} connections`,
+                {
+                  ours: grown.defaultView.p99,
+                  baseline: defaultView.p99,
+                  goal: `ratio <= ${MAX_GROWTH}`,
+                  unit: 'ms',
+                },
+              ),
+              figure(
+                'visitors',
+                `list-visitors incremental sync p99 @ ${rowsLabel(largeRows)} vs @ ${rowsLabel(rows)} rows, ${CONNECTIONS} connections`,
+                {
+                  ours: grown.incremental.p99,
+                  baseline: incremental.p99,
+                  goal: `ratio <= ${MAX_GROWTH}`,
+                  unit: 'ms',
+                },
+              ),
+              figure('visitors', `seeding ${rowsLabel(largeRows - rows)} visitors (bulk, with identifications and lookups)`, {
+                ours: grown.seedSeconds,
+                unit: 's',
+              }),
+            ]
+          : []),
         figure('visitors', 'server RSS after load (npm run serve, Postgres)', { ours: rss, goal: memoryGoal(false), unit: 'MB' }),
       ]);
     } finally {

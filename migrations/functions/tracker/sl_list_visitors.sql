@@ -22,6 +22,12 @@
  * the trackers it owns (a released child's key in the partner's account), as if the account's other
  * trackers were another account's. The key's scope is read here from its row, so no caller can widen
  * it. Same parameters, same answer for every key scoped to its account.
+ *
+ * Without a search the total is not counted over the window (migration 0034): the hourly counts of
+ * the listed trackers' identified visitors and of the key's lookups are summed for the whole hours
+ * after since's, and the rows of since's hour counted by index; less, for one tracker owned by the
+ * key, the pairs of a tracker row and a lookup of its address, counted the same way (with several
+ * trackers an address can pair with each, so those lookups are probed one by one).
  */
 create or replace function sl_list_visitors(
   p_account_id uuid, p_api_key_id uuid, p_site text, p_since timestamptz, p_pattern text,
@@ -38,7 +44,11 @@ declare
   v_domains text[];
   v_sites uuid[];
   v_labels bigint[] := '{}';
-  v_total integer;
+  v_total bigint := 0;
+  -- The hour after since's, from which the hourly counts are summed.
+  v_next timestamptz;
+  -- The listed trackers are one, owned by the key: the counts of pairs answer for it.
+  v_own_site boolean;
   v_page sl_listed_visitor[];
   -- A part's rows that can reach the page: the page's own, and those the offset skips.
   v_reach bigint := p_limit::bigint + p_offset;
@@ -46,23 +56,55 @@ begin
   -- The trackers the key can read, their domains at the same positions (read here once, not once
   -- per row): the account's, or only its own for a key scoped to its websites.
   select coalesce(array_agg(w.id), '{}'), coalesce(array_agg(w.domain), '{}'),
-         coalesce(array_agg(w.id) filter (where p_site is null or w.domain = p_site), '{}')
-    into v_all, v_domains, v_sites
+         coalesce(array_agg(w.id) filter (where p_site is null or w.domain = p_site), '{}'),
+         count(*) filter (where p_site is null or w.domain = p_site) = 1
+           and bool_and(w.api_key_id = p_api_key_id) filter (where p_site is null or w.domain = p_site)
+    into v_all, v_domains, v_sites, v_own_site
     from websites w join api_keys k on k.id = w.api_key_id
     join api_keys me on me.id = p_api_key_id
     where k.account_id = p_account_id and (me.scope = 'account' or w.api_key_id = me.id);
 
   if p_pattern is null and p_address_from is null then
     -- Every identified visitor of the listed trackers in the window, and every lookup of the key in
-    -- it whose address none of those visitors has.
-    select (select count(*) from visitors v
-            where p_trackers and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since)
-         + (select count(*) from api_lookups a
-            where p_api and a.api_key_id = p_api_key_id and a.last_seen >= p_since
-              and (p_trackers is not true or not exists (
-                select 1 from visitors v
-                where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since)))
-      into v_total;
+    -- it whose address none of those visitors has: the rows of the window by the hourly counts of
+    -- migration 0034 (the whole hours after since's) and by their indexes (since's own hour).
+    v_next := date_trunc('hour', p_since, 'UTC') + interval '1 hour';
+    if p_trackers then
+      v_total := (select coalesce(sum(c.n), 0) from visitor_listing_counts c
+                  where c.scope_id = any(v_sites) and c.kind = 'visitors' and c.hour >= v_next)
+               + (select count(*) from visitors v
+                  where v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since and v.last_seen < v_next);
+    end if;
+    if p_api then
+      v_total := v_total
+               + (select coalesce(sum(c.n), 0) from visitor_listing_counts c
+                  where c.scope_id = p_api_key_id and c.kind = 'lookups' and c.hour >= v_next)
+               + (select count(*) from api_lookups a where a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.last_seen < v_next);
+    end if;
+    if p_trackers and p_api and v_own_site then
+      -- Less the lookups listed as the tracker row: one tracker, the key's own, whose counts keep the
+      -- pairs of its identified visitors and the key's lookups by the hour of the pair's older
+      -- last_seen; the pairs of since's hour are those whose older row falls in it.
+      v_total := v_total
+               - (select coalesce(sum(c.n), 0) from visitor_listing_counts c
+                  where c.scope_id = v_sites[1] and c.kind = 'overlap' and c.hour >= v_next)
+               - (select count(*) from api_lookups a
+                  where a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.last_seen < v_next
+                    and exists (select 1 from visitors v
+                                where v.website_id = v_sites[1] and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since))
+               - (select count(*) from visitors v
+                  where v.website_id = v_sites[1] and v.identification_id is not null and v.last_seen >= p_since and v.last_seen < v_next
+                    -- A lateral probe by the key's address, not a semi-join the generic plan would hash.
+                    and (select a.last_seen from api_lookups a where a.api_key_id = p_api_key_id and a.ip = v.ip limit 1) >= v_next);
+    elsif p_trackers and p_api then
+      -- Several trackers, or one the key does not own (an account's key over another key's tracker):
+      -- an address on two of them is one pair per tracker in the counts, so its lookups are probed.
+      v_total := v_total
+               - (select count(*) from api_lookups a
+                  where a.api_key_id = p_api_key_id and a.last_seen >= p_since
+                    and exists (select 1 from visitors v
+                                where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since));
+    end if;
     -- The page from the newest rows of each part: each tracker's and the lookups', in the page's order.
     v_page := array(
       select row(m.*)::sl_listed_visitor from (
@@ -81,9 +123,12 @@ begin
                  null::bigint, null::boolean, null::integer, null::boolean, null::boolean, null::text
           from api_lookups a
           where p_api and a.api_key_id = p_api_key_id and a.last_seen >= p_since
-            and (p_trackers is not true or not exists (
-              select 1 from visitors v
-              where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since))
+            -- Probed row by row as the page reads them (a scalar subquery, never a hashed subplan:
+            -- hashing would read every tracker row of the window for a page of a hundred).
+            and (p_trackers is not true or (
+              select true from visitors v
+              where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since
+              limit 1) is null)
           order by a.last_seen desc, a.ip
           limit v_reach
         ) a
@@ -138,7 +183,7 @@ begin
   -- The page as JSON text, keys in the contract's order: answered as it is, not parsed into rows and
   -- written out again by the server.
   return query
-  select v_total, cardinality(v_page), coalesce(json_agg(r order by p.n), '[]')::text
+  select v_total::integer, cardinality(v_page), coalesce(json_agg(r order by p.n), '[]')::text
   from unnest(v_page) with ordinality p (website_id, ip, last_seen, source, row_id, first_seen, visit_count, pages_viewed,
                                          active_ms, high_intent, identified_count, is_watched, is_pinned, crm_status, n)
   -- Limited, so not flattened into joins: each looked up by its key.

@@ -66,19 +66,41 @@ export async function listIdentifications({
   input,
 }: VerbArgs<ListIdentificationsInput & { key: KeyRecord }>): Promise<{ identifications: Identification[] }> {
   // The key's scope from its row, as list-visitors reads it: a website of the account that a key
-  // scoped to its own websites does not own is answered as another account's.
-  const [site] = await ctx.db<{ id: string; acts_on_account: boolean }>`
-    select w.id, me.scope = 'account' as acts_on_account
+  // scoped to its own websites does not own is answered as another account's. The account's ICPs
+  // are the account's: a key scoped to its websites sees no scores, and nothing qualified; the
+  // active ones are read here once (as array text), not once per identification.
+  const [site] = await ctx.db<{ id: string; active_icps: string }>`
+    select w.id,
+           case when me.scope = 'account'
+                then array(select p.id from icps p where p.account_id = k.account_id and p.workflow_status = 'active' order by p.id)
+                else '{}' end::text as active_icps
     from websites w join api_keys k on k.id = w.api_key_id join api_keys me on me.id = ${input.key.apiKeyId}
     where w.id = ${input.website_id} and k.account_id = ${input.key.accountId}
       and (me.scope = 'account' or w.api_key_id = me.id)`;
   if (!site) throw notFound('no such website for this key');
-  // The account's ICPs are the account's: a key scoped to its websites sees no scores, and nothing qualified.
-  const icpAccount = site.acts_on_account ? input.key.accountId : null;
   // Custom plans, as list-visitors: one statement serves every combination of filters.
   const identifications = await ctx.db.begin(async (tx) => {
     await tx`set local plan_cache_mode = force_custom_plan`;
     return tx<Identification>`
+    with page as (
+      -- The page's identifications first, newest first, read from the index alone (migration 0034),
+      -- so that the rows the filter or the offset skips are never fetched, and the JSON is built for
+      -- the page's rows only.
+      select i.id, i.created_at from identifications i
+      where i.website_id = ${site.id}
+        and (${input.status ?? null}::text is null or i.status = ${input.status ?? null})
+        and (${input.type ?? null}::text is null or i.identification_type = ${input.type ?? null})
+        -- Qualified: some active ICP of the account qualifies it (a paused ICP's scores do not count).
+        -- Probed per identification as the newest are read, in the index of qualifying scores (a
+        -- scalar subquery: as a semi-join the planner hashed every qualified score of the account
+        -- first, 400 ms at 100,000 identifications, growing with them).
+        and (${input.qualified ?? null}::boolean is null or ${input.qualified ?? null}::boolean = ((
+          select true from icp_scores s
+          where s.identification_id = i.id and s.qualified and s.icp_id = any(${site.active_icps}::uuid[])
+          limit 1) is not null))
+      order by i.created_at desc, i.id
+      limit ${input.limit} offset ${input.offset}
+    )
     select
       i.id::text as id, i.identification_type, i.status, sl_iso(i.identified_at) as identified_at,
       case when i.identification_type = 'individual' then jsonb_build_object(
@@ -91,22 +113,15 @@ export async function listIdentifications({
         select jsonb_agg(jsonb_build_object('icp_id', p.id, 'icp_name', p.name, 'score', s.score, 'qualified', s.qualified,
                                             'ai_summary', s.ai_summary) order by s.score desc, p.created_at, p.id)
         from icp_scores s join icps p on p.id = s.icp_id
-        where s.identification_id = i.id and p.account_id = ${icpAccount}::uuid and p.workflow_status = 'active'
+        where s.identification_id = i.id and s.icp_id = any(${site.active_icps}::uuid[])
       ), '[]'::jsonb) as icp_scores,
       jsonb_build_object(
         'pages_visited', coalesce(v.pages_viewed, 0), 'duration_seconds', coalesce(v.active_ms / 1000, 0),
         'referrer', coalesce(v.referrer, '')) as session
-    from identifications i
+    from page
+    join identifications i on i.id = page.id
     left join visitors v on v.website_id = i.website_id and v.ip = i.ip
-    where i.website_id = ${site.id}
-      and (${input.status ?? null}::text is null or i.status = ${input.status ?? null})
-      and (${input.type ?? null}::text is null or i.identification_type = ${input.type ?? null})
-      -- Qualified: some active ICP of the account qualifies it (a paused ICP's scores do not count).
-      and (${input.qualified ?? null}::boolean is null or ${input.qualified ?? null}::boolean = exists (
-        select 1 from icp_scores s join icps p on p.id = s.icp_id
-        where s.identification_id = i.id and s.qualified and p.account_id = ${icpAccount}::uuid and p.workflow_status = 'active'))
-    order by i.created_at desc, i.id
-    limit ${input.limit} offset ${input.offset}`;
+    order by page.created_at desc, page.id`;
   });
   return { identifications };
 }

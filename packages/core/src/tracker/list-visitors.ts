@@ -105,9 +105,11 @@ const ADDRESS_START = /^[0-9a-f.:]+$/i;
  * address starts with it. Names go through the label dictionary (migration 0011): the labels that
  * contain the term are found by their trigram index, then the rows that carry them by a btree, so
  * a search costs what it finds, not what the table holds. Without a search the page is taken from
- * the newest rows of each tracker and of the key's lookups, and the total counted by index, so the
- * default view reads what its page shows plus one count (migration 0027). The query is one SQL
- * function, sl_list_visitors (migrations 0013, 0027 and 0028), which also writes the rows as JSON.
+ * the newest rows of each tracker and of the key's lookups (migration 0027), and the exact total is
+ * summed from hourly counts that triggers keep as the rows change, plus the rows of since's own hour
+ * (migration 0034), so the default view and an incremental sync cost the same at any size. The
+ * query is one SQL function, sl_list_visitors (migrations 0013, 0027, 0028 and 0034), which also
+ * writes the rows as JSON.
  */
 export async function listVisitors({ ctx, input }: VerbArgs<ListVisitorsInput & { key: KeyRecord }>): Promise<VisitorsPageText> {
   const site = input.tracker_site === undefined ? null : normaliseTrackerDomain(input.tracker_site, 'tracker_site');

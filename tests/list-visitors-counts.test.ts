@@ -1,0 +1,213 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createTestEnv, type TestEnv } from './support/app.ts';
+import { usingPostgres } from './support/db.ts';
+import { seedDirectKey, seedPartner } from './support/seed.ts';
+
+/**
+ * list-visitors' `total` without a search is summed from hourly counts that triggers on visitors
+ * and api_lookups keep (migration 0034). Whatever changes the rows — a visitor seen again in another
+ * hour, identified or no longer, deleted, its address replaced; a lookup recorded, seen again or
+ * deleted — the total must stay the count of the window, for a `since` anywhere in an hour, on one
+ * tracker or several, for every source.
+ */
+let env: TestEnv;
+let key: Awaited<ReturnType<typeof seedDirectKey>>;
+let second: Awaited<ReturnType<typeof seedDirectKey>>;
+let accountKey: string;
+let accountKeyId: string;
+let domains: string[];
+
+/** What list-visitors must answer: the window's rows counted directly (a lookup a listed tracker row has is not counted again). */
+async function expectedTotal(since: Date, source: 'all' | 'tracker' | 'api', sites: string[], apiKeyId: string): Promise<number> {
+  const [row] = await env.db<{ n: number }>`
+    with t as (
+      select ip from visitors
+      where ${source !== 'api'} and website_id = any(${`{${sites.join(',')}}`}::uuid[]) and identification_id is not null and last_seen >= ${since}
+    )
+    select ((select count(*) from t)
+          + (select count(*) from api_lookups a
+             where ${source !== 'tracker'} and a.api_key_id = ${apiKeyId} and a.last_seen >= ${since}
+               and not exists (select 1 from t where t.ip = a.ip)))::int as n`;
+  return row?.n ?? -1;
+}
+
+/** Windows that start at the hour, inside it, at its last microsecond, in the future; each source; one tracker and the account's two. */
+async function checkTotals(step: string) {
+  const [now] = await env.db<{ t: Date }>`select date_trunc('hour', now()) as t`;
+  const hour = now?.t.getTime() ?? 0;
+  const sinces = [
+    new Date(hour - 30 * 86_400_000),
+    new Date(hour - 3 * 3_600_000 + 17 * 60_000),
+    new Date(hour - 3_600_000),
+    new Date(hour - 1),
+    new Date(hour + 42 * 60_000),
+    new Date(hour - 5 * 86_400_000 + 59 * 60_000 + 59_999),
+    new Date(hour + 3 * 3_600_000),
+  ];
+  const cases: Array<{ apiKey: string; apiKeyId: string; site?: string; sites: string[] }> = [
+    // The key's own tracker: the pairs' counts answer.
+    { apiKey: key.key, apiKeyId: key.api_key_id, sites: [key.website_id] },
+    // The account's key over both trackers, and over one it does not own: the lookups probed.
+    { apiKey: accountKey, apiKeyId: accountKeyId, sites: [] },
+  ];
+  const failures: string[] = [];
+  for (const since of sinces) {
+    for (const source of ['all', 'tracker', 'api'] as const) {
+      for (const c of cases) {
+        const res = await call(env, 'list-visitors', { key: c.apiKey, query: { since: since.toISOString(), source, limit: '1' } });
+        expect(res.status).toBe(200);
+        const sites = c.sites.length ? c.sites : [key.website_id, second.website_id];
+        const want = await expectedTotal(since, source, sites, c.apiKeyId);
+        if (res.body.total !== want)
+          failures.push(`${step}: since ${since.toISOString()} ${source} ${sites.length} site(s): ${res.body.total} ≠ ${want}`);
+      }
+    }
+    // One tracker by name, through the key that owns it and through one that does not.
+    for (const [apiKey, domain] of [
+      [key.key, domains[0]],
+      [second.key, domains[1]],
+    ] as const) {
+      const res = await call(env, 'list-visitors', { key: apiKey, query: { since: since.toISOString(), tracker_site: domain ?? '' } });
+      const site = domain === domains[0] ? key : second;
+      const want = await expectedTotal(since, 'all', [site.website_id], site.api_key_id);
+      if (res.body.total !== want) failures.push(`${step}: since ${since.toISOString()} tracker_site ${domain}: ${res.body.total} ≠ ${want}`);
+    }
+  }
+  expect(failures).toEqual([]);
+}
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  const partner = await seedPartner(env.deps, { quota: 1000 });
+  // Two direct trackers of one account, each owned by its own key.
+  key = await seedDirectKey(env.deps, partner.account_id);
+  second = await seedDirectKey(env.deps, partner.account_id);
+  await env.db`update api_keys set scope = 'websites' where id = any(${`{${key.api_key_id},${second.api_key_id}}`}::uuid[])`;
+  accountKey = partner.key;
+  accountKeyId = partner.api_key_id;
+  const ws = await env.db<{
+    id: string;
+    domain: string;
+  }>`select id, domain from websites where id = any(${`{${key.website_id},${second.website_id}}`}::uuid[])`;
+  domains = [key.website_id, second.website_id].map((id) => ws.find((w) => w.id === id)?.domain ?? '');
+  // 60 addresses on the first tracker and 20 of them on the second, seen over 40 days (several an
+  // hour, some at the hour's first microsecond); two of three identified. The key's lookups: every
+  // third address the tracker saw, at other times, and 20 addresses it did not.
+  await env.db`
+    with src as (
+      select w.id as website_id, w.api_key_id, '10.20.0.0'::inet + g as ip, g,
+             date_trunc('hour', now()) - make_interval(hours => (g * 37) % 960) + case when g % 4 = 0 then interval '0' else make_interval(mins => g % 60) end as last_seen
+      from websites w cross join generate_series(1, 60) g
+      where w.id = ${key.website_id} or (w.id = ${second.website_id} and g <= 20)
+    ), ids as (
+      insert into identifications (website_id, ip, api_key_id, period_start, status, created_at, identified_at, identification_type,
+                                   traffic_type, reason, confidence, country, domain, company_name)
+      select website_id, ip, api_key_id, date_trunc('month', now()), 'identified', last_seen, last_seen, 'company',
+             'business', 'test', 0.8, 'US', 'counted' || g || '.example', 'Counted ' || g
+      from src where g % 3 <> 0
+      returning id, website_id, ip
+    )
+    insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, visit_count, pages_viewed, identification_id, identified_count)
+    select s.website_id, s.ip, s.api_key_id, s.last_seen - interval '1 day', s.last_seen, 1, 1, ids.id, case when ids.id is null then 0 else 1 end
+    from src s left join ids on ids.website_id = s.website_id and ids.ip = s.ip`;
+  await env.db`
+    insert into api_lookups (api_key_id, ip, first_seen, last_seen, lookup_count, domain, company_name, confidence, country, label_id)
+    select ${key.api_key_id}, '10.20.0.0'::inet + g, ls - interval '2 days', ls, 1, 'looked' || g || '.example', 'Looked ' || g, 0.7, 'US',
+           sl_search_label('looked ' || g)
+    from generate_series(1, 80) g,
+         lateral (select date_trunc('hour', now()) - make_interval(hours => (g * 53) % 900, mins => g % 7) as ls) t
+    where g % 3 = 0 or g > 60`;
+  // The account key's own lookups, of addresses on one tracker or both.
+  await env.db`
+    insert into api_lookups (api_key_id, ip, first_seen, last_seen, lookup_count, domain, company_name, confidence, country, label_id)
+    select ${accountKeyId}, '10.20.0.0'::inet + g, ls, ls, 1, 'account' || g || '.example', 'Account ' || g, 0.7, 'US', sl_search_label('account ' || g)
+    from generate_series(2, 70, 4) g, lateral (select date_trunc('hour', now()) - make_interval(hours => (g * 29) % 800) as ls) t`;
+});
+afterAll(() => env.close());
+
+describe('list-visitors total from the hourly counts', () => {
+  it('equals the count of the window after each kind of change to visitors and lookups', async () => {
+    await checkTotals('seeded');
+
+    // Visitors seen again: into this hour, into since's hour, identified ones and not.
+    await env.db`update visitors set last_seen = now() where website_id = ${key.website_id} and (ip - '10.20.0.0'::inet) % 5 = 0`;
+    await env.db`update visitors set last_seen = greatest(last_seen, date_trunc('hour', now()) - interval '150 minutes')
+                 where (ip - '10.20.0.0'::inet) % 7 = 1`;
+    await checkTotals('visitors seen again');
+
+    // Identified later (as the settle does) and no longer (as a dropped identification leaves it).
+    await env.db`
+      update visitors v set identification_id = i.id, identified_count = 1
+      from identifications i where i.website_id = v.website_id and v.identification_id is null and (v.ip - '10.20.0.0'::inet) % 2 = 0
+        and i.id = (select id from identifications where website_id = v.website_id limit 1)`;
+    await env.db`update visitors set identification_id = null where (ip - '10.20.0.0'::inet) % 11 = 2`;
+    await checkTotals('identified and dropped');
+
+    // Lookups recorded as ip-to-company records them: seen again now, and new ones of tracked addresses.
+    await env.db`select sl_record_api_lookups(${JSON.stringify(
+      [3, 6, 9, 61, 62, 4, 8, 14].map((g) => ({
+        api_key_id: key.api_key_id,
+        ip: `10.20.0.${g}`,
+        domain: 'recorded.example',
+        company_name: 'Recorded',
+        confidence: 0.6,
+        country: 'US',
+        lookups: 1,
+      })),
+    )}::text::jsonb)`;
+    await checkTotals('lookups recorded');
+
+    // Rows removed, and an address replaced (as ageing personal data replaces it).
+    await env.db`delete from visitors where website_id = ${key.website_id} and (ip - '10.20.0.0'::inet) % 13 = 4`;
+    await env.db`delete from api_lookups where api_key_id = ${key.api_key_id} and (ip - '10.20.0.0'::inet) % 9 = 0`;
+    await env.db`update visitors set ip = '10.99.0.0'::inet + (ip - '10.20.0.0'::inet) where (ip - '10.20.0.0'::inet) % 8 = 3`;
+    await env.db`update api_lookups set ip = '10.99.0.0'::inet + (ip - '10.20.0.0'::inet) where (ip - '10.20.0.0'::inet) % 16 = 11`;
+    await checkTotals('deleted and re-addressed');
+  });
+
+  it('keeps few rows an hour: a hundred statements seen in this hour leave it folded', async () => {
+    for (let i = 0; i < 100; i++) {
+      await env.db`update visitors set last_seen = clock_timestamp() where website_id = ${key.website_id} and ip = ${`10.20.0.${1 + (i % 50)}`}::inet`;
+    }
+    const [rows] = await env.db<{ n: number }>`
+      select count(*)::int as n from visitor_listing_counts
+      where scope_id = ${key.website_id} and kind = 'visitors' and hour = date_trunc('hour', now(), 'UTC')`;
+    // Unfolded, each statement would have left a row of its own here.
+    expect(rows?.n).toBeLessThanOrEqual(2);
+    await checkTotals('after a hundred statements');
+  });
+
+  it.skipIf(!usingPostgres)('stays exact when a visitor and a lookup of its address change at once in two transactions', async () => {
+    // A visitor statement that has run but not committed, while the lookups of its addresses are
+    // recorded from another connection; then the other way round. The addresses: identified visitors
+    // whose lookups and visits are both older than the last hour, so the pair moves into it.
+    for (const [visitorsFirst, ips] of [
+      [true, ['10.20.0.12', '10.20.0.42']],
+      [false, ['10.20.0.48']],
+    ] as const) {
+      const visitors = env.db.begin(async (tx) => {
+        if (!visitorsFirst) await new Promise((r) => setTimeout(r, 150));
+        await tx`update visitors set last_seen = clock_timestamp() where website_id = ${key.website_id} and host(ip) = any(${`{${ips.join(',')}}`}::text[])`;
+        await new Promise((r) => setTimeout(r, 300));
+      });
+      const lookups = env.db.begin(async (tx) => {
+        if (visitorsFirst) await new Promise((r) => setTimeout(r, 150));
+        await tx`select sl_record_api_lookups(${JSON.stringify(
+          ips.map((ip) => ({
+            api_key_id: key.api_key_id,
+            ip,
+            domain: 'raced.example',
+            company_name: 'Raced',
+            confidence: 0.6,
+            country: 'US',
+            lookups: 1,
+          })),
+        )}::text::jsonb)`;
+        await new Promise((r) => setTimeout(r, 300));
+      });
+      await Promise.all([visitors, lookups]);
+      // Older rows of those addresses moved into the last hour on both sides.
+      await checkTotals(visitorsFirst ? 'visitors first' : 'lookups first');
+    }
+  });
+});
