@@ -268,6 +268,10 @@ describe('a released child’s key', () => {
         error: /website/,
       },
       'list-visitors': { send: () => call(env, at, { key: key() }), status: 200 },
+      // Its own websites' figures only (as list-visitors); the partner's pool is the account's, its brand no longer the key's.
+      'visitor-stats': { send: () => call(env, at, { key: key() }), status: 200 },
+      'key-usage': { send: () => call(env, at, { key: key() }), status: 403, error: SCOPED },
+      'console-brand': { send: () => call(env, at, { key: key() }), status: 200 },
     };
     const c = cases[def.name];
     if (!c) throw new Error(`no expectation for ${def.name} with a released key: add one`);
@@ -325,6 +329,16 @@ describe('a released child’s key', () => {
       expect.objectContaining({ icp_scores: [expect.objectContaining({ icp_name: 'Partner ICP', score: 90, qualified: true })] }),
     ]);
     // The partner's master key sees its whole account: its own tracker and the released one.
+    const stats = await call(env, 'visitor-stats', { key: key() });
+    expect(stats.status).toBe(200);
+    expect(JSON.stringify(stats.body)).not.toContain('Partner Visitor Co');
+    // The partner's brand is for the customers it serves; a released key is no longer one.
+    const brand = { brand_name: 'Releasing Agency', accent_color: '#224466', logo_url: 'https://agency.example.com/logo.png' };
+    expect((await call(env, 'partner-set-brand', { key: partner.key, body: brand })).status).toBe(200);
+    expect((await call(env, 'console-brand', { key: partner.key })).body).toMatchObject({ brand });
+    expect((await call(env, 'console-brand', { key: key() })).body).toMatchObject({
+      brand: { brand_name: null, accent_color: null, logo_url: null },
+    });
     const master = await call(env, 'list-visitors', { key: partner.key });
     expect((master.body.visitors as Json[]).map((v) => v.ip).sort()).toEqual([PARTNER_VISITOR, CUSTOMER_VISITOR].sort());
     expect((await call(env, '/identification-list', { key: partner.key, query: { website_id: own.website_id } })).status).toBe(200);

@@ -11,8 +11,9 @@ export type ConsoleBrand = z.infer<typeof ConsoleBrand>;
 
 /**
  * The brand a key's console shows: a managed child sees its partner's accent and logo under its own
- * brand_name (never Sightline's); any other key sees its own account's brand (all null when none
- * is set, and the console shows its own).
+ * brand_name (never Sightline's); any other key that acts on its account sees its account's brand
+ * (all null when none is set, and the console shows its own). A key scoped to its own websites (a
+ * released child's, in its former partner's account) sees none: that partner no longer serves it.
  */
 export async function readConsoleBrand({ ctx, input }: VerbArgs<{ key: KeyRecord }>): Promise<ConsoleBrand> {
   const [row] = await ctx.db<{ brand_name: string | null; brand_accent: string | null; brand_logo_url: string | null }>`
@@ -23,6 +24,6 @@ export async function readConsoleBrand({ ctx, input }: VerbArgs<{ key: KeyRecord
     join accounts a on a.id = k.account_id
     left join api_keys m on m.id = k.parent_api_key_id
     left join accounts pa on pa.id = m.account_id
-    where k.id = ${input.key.apiKeyId}`;
+    where k.id = ${input.key.apiKeyId} and k.scope = 'account'`;
   return { brand: { brand_name: row?.brand_name ?? null, accent_color: row?.brand_accent ?? null, logo_url: row?.brand_logo_url ?? null } };
 }
