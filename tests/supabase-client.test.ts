@@ -12,12 +12,14 @@ import { z } from 'zod';
 import { allFunctions } from '../functions/index.ts';
 import { AdoptResponse } from '../functions/partner-adopt-existing-key/route.ts';
 import { CreateChildResponse } from '../functions/partner-create-child-key/route.ts';
+import { InstallCheckResponse } from '../functions/partner-install-check/route.ts';
 import { ListChildrenResponse } from '../functions/partner-list-children/route.ts';
 import { ListEventsResponse } from '../functions/partner-list-events/route.ts';
 import { PoolStateResponse } from '../functions/partner-pool-state/route.ts';
 import { ReleaseResponse } from '../functions/partner-release-child/route.ts';
 import { ReplayResponse } from '../functions/partner-replay-event/route.ts';
 import { RotateResponse } from '../functions/partner-rotate-child-key/route.ts';
+import { SetBrandResponse } from '../functions/partner-set-brand/route.ts';
 import { SetWebhookResponse } from '../functions/partner-set-webhook/route.ts';
 import { TransferResponse } from '../functions/partner-transfer-topup/route.ts';
 import { UpdateChildResponse } from '../functions/partner-update-child/route.ts';
@@ -195,6 +197,17 @@ describe('supabase-js against the Node host (/functions/v1/<name>)', () => {
         body: { child_api_key_id: child.api_key_id, amount: 7 },
       });
       expect(res.data).toMatchObject({ partner_topup_balance: 93, child_topup_balance: 7, transferred: 7 });
+    });
+
+    it('partner-install-check: a new child’s tracker has sent no page view yet', async () => {
+      const res = await ok(`partner-install-check?child_api_key_id=${child.api_key_id}`, InstallCheckResponse, { method: 'GET', headers: master() });
+      expect(res.data).toMatchObject({ installed: false, last_page_view_at: null });
+    });
+
+    it('partner-set-brand: the console’s white label, answered as stored', async () => {
+      const brand = { brand_name: 'Invoked Agency', accent_color: '#336699', logo_url: 'https://agency.example.com/logo.png' };
+      const res = await ok('partner-set-brand', SetBrandResponse, { headers: master(), body: brand });
+      expect(res.data).toMatchObject({ brand });
     });
 
     it('partner-rotate-child-key: a new key is returned and the old one is refused with 401 at once', async () => {
