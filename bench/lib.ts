@@ -168,6 +168,8 @@ export interface BenchServer extends Listening {
   probe?: ServerProbe;
   /** The Postgres database it serves, when it is not the embedded default. */
   databaseUrl?: string;
+  /** The server's process id, for readings of its own (CPU from /proc). */
+  pid?: number;
 }
 
 /**
@@ -213,6 +215,7 @@ export async function serveForBench(
     operator: async (command, flags) => (await runOperatorCommand(env.deps, command, flags)) as Record<string, unknown>,
     ...(probe ? { probe: probe.attach(pid) } : {}),
     databaseUrl: env.url,
+    pid,
     close: async () => {
       await server.stop();
       await probe?.dispose();

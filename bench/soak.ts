@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createPartner, grantCredits, workTrackerQueue } from '@sightline/core';
+import { createPartner, grantCredits, sweepDataLifecycle, workTrackerQueue } from '@sightline/core';
 import { FUNCTIONS_PREFIX } from '@sightline/host';
 import { createTestEnv, type TestEnv } from '../tests/support/app.ts';
 import { realIpDeps } from '../tests/support/ip.ts';
@@ -26,6 +26,8 @@ import {
  * - every beacon answered 202 is a stored event, and every visitor is identified and charged once;
  * - every transfer answered 200 moved exactly one unit from the pool to the child, and no other did;
  * - every lookup answered is counted once in the account's usage.
+ * The data-lifecycle sweep runs beside the load at the start of each window, and the database's
+ * tables + indexes are read after each (their growth per stored beacon is reported).
  * Memory is flat when the last window's RSS is within 10% of the second's (the first warms the JIT,
  * the pools and the caches); the figure is reported beside the 150 MB the HTTP benches hold to. The
  * requests per second of the last window against the second's are reported the same way.
@@ -34,6 +36,14 @@ const UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:130.0) Gecko/20100101 Firefox/130
 
 /** Addresses in Apple's 17.0.0.0/8: US businesses in the shipped data, so every visitor is identified. */
 const apple = (n: number) => `17.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+
+/** Tables + indexes (and TOAST) of the database's own schema, partitions included. */
+async function storedBytes(env: TestEnv): Promise<number> {
+  const [r] = await env.db<{ bytes: string }>`
+    select coalesce(sum(pg_total_relation_size(c.oid)), 0)::text as bytes
+    from pg_class c join pg_namespace s on s.oid = c.relnamespace where s.nspname = 'public' and c.relkind in ('r', 'm')`;
+  return Number(r?.bytes ?? 0);
+}
 
 async function count(env: TestEnv, siteId: string, childKeyId: string, poolAccount: string, lookupAccount: string) {
   const [r] = await env.db<{ events: number; identified: number; pending: number; used: number; child: number; pool: number; lookups: number }>`
@@ -112,23 +122,32 @@ export async function run(): Promise<void> {
       );
       const results: CountedResult[] = [];
       const rss: number[] = [];
+      const disk: number[] = [];
+      const diskBefore = await storedBytes(env);
       let beaconCursor = 0;
       for (let w = 0; w < windows; w++) {
         // Each window starts the beacon list where the last left off, so visitors are not re-sent first.
         const rotated = [...beacons.slice(beaconCursor), ...beacons.slice(0, beaconCursor)];
         const origin = server.url;
+        // The data-lifecycle sweep while the beacons arrive, as a replica's schedule runs it (partitions
+        // made ahead, expired rows deleted; under the real clock no week of events is due yet: bench
+        // storage runs the retention itself over simulated months).
+        const sweep = sweepDataLifecycle({ ctx: env.deps, input: {} });
         const round = await Promise.all([
           driveCounted({ name: `collect #${w + 1}`, origin, method: 'POST', requests: rotated, connections: 16, seconds: windowSeconds }),
           driveCounted({ name: `ip-to-company #${w + 1}`, origin, method: 'POST', requests: lookups, connections: 8, seconds: windowSeconds }),
           driveCounted({ name: `transfer-topup #${w + 1}`, origin, method: 'POST', requests: [transfer], connections: 4, seconds: windowSeconds }),
           driveCounted({ name: `pool-state #${w + 1}`, origin, method: 'GET', requests: [poolState], connections: 4, seconds: windowSeconds }),
         ]);
+        await sweep;
         beaconCursor = (beaconCursor + (round[0]?.completed ?? 0)) % beacons.length;
         results.push(...round);
         const now = await server.rss();
         rss.push(now ?? Number.NaN);
+        const bytes = await storedBytes(env);
+        disk.push(bytes);
         process.stdout.write(
-          `  window ${w + 1}/${windows}: ${round.map((r) => `${r.name.split(' ')[0]} ${Math.round(r.completed / r.seconds)}/s`).join(', ')}; server RSS ${now} MB\n`,
+          `  window ${w + 1}/${windows}: ${round.map((r) => `${r.name.split(' ')[0]} ${Math.round(r.completed / r.seconds)}/s`).join(', ')}; server RSS ${now} MB; tables + indexes ${(bytes / 1024 / 1024).toFixed(1)} MB\n`,
         );
       }
 
@@ -190,6 +209,12 @@ export async function run(): Promise<void> {
           ours: total,
           goal: 'ours == 0',
           unit: `beacons ${lost.beacons}, transfers ${lost.transfers}, lookups ${lost.lookups}, charges ${lost.charges}, unanswered ${lost.unanswered}, non-2xx ${lost.other}`,
+        }),
+        // Disk cannot be flat in real time under a 30-day retention: its growth per beacon is what
+        // bench storage multiplies into months (and there shows flat once retention runs).
+        figure('soak', 'tables and indexes growth per stored beacon (all four loads write; sweep each window)', {
+          ours: ((disk.at(-1) ?? Number.NaN) - diskBefore) / Math.max(1, end.events - start.events),
+          unit: 'bytes',
         }),
         figure('soak', 'events_per_second', { ours: Math.round(accepted / (windows * windowSeconds)), unit: 'events/s (reported)' }),
         // Throughput that falls window after window is a cost that grows with the work done (the

@@ -75,6 +75,10 @@ const CHANGED_SINCE_OLD_WAY = [
   'sl_charge_lookup',
   'sl_collect_events',
   'sl_list_visitors',
+  // Sessions record the day they opened (0037); a settle batch points its visitors in one statement.
+  'sl_fold_tracker_events',
+  'sl_settle_identifications',
+  'sl_settle_locked_identification',
 ];
 /** Views changed since, with the tables under them (0035 partitioned tracker_events by received_on). */
 const VIEWS_CHANGED_SINCE_OLD_WAY = ['tracker_filtered_beacons'];

@@ -1,4 +1,4 @@
-import { type AggregationReport, aggregateTrackerEvents } from '@sightline/core';
+import { type AggregationReport, aggregateTrackerEvents, sweepDataLifecycle } from '@sightline/core';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, replicaEnv, type TestEnv } from './support/app.ts';
@@ -73,6 +73,28 @@ describe('visits', () => {
       high_intent: true, // three pages
       first_before_last: true,
     });
+  });
+
+  it('ends a session opened before the raw events’ retention: the sweep removes it, and a page view of it after that opens a new visit', async () => {
+    const ip = '203.0.113.29';
+    await sendAccepted(page('/', 'long-lived'), ip);
+    await sendAccepted(page('/', 'recent'), ip);
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    const [opened] = await env.db<{ today: boolean }>`
+      select bool_and(opened_on = (now() at time zone 'UTC')::date) as today from visitor_sessions where website_id = ${site.website_id} and ip = ${ip}::inet`;
+    expect(opened?.today).toBe(true);
+    // The long-lived tab's session was opened 31 days ago (the default retention is 30).
+    await env.db`update visitor_sessions set opened_on = opened_on - 31 where website_id = ${site.website_id} and ip = ${ip}::inet and session_id = 'long-lived'`;
+    const swept = await sweepDataLifecycle({ ctx: env.deps, input: {} });
+    expect(swept.visitor_sessions).toBeGreaterThanOrEqual(1);
+    const left = await env.db<{
+      session_id: string;
+    }>`select session_id from visitor_sessions where website_id = ${site.website_id} and ip = ${ip}::inet`;
+    expect(left.map((s) => s.session_id)).toEqual(['recent']);
+    await sendAccepted(page('/pricing', 'long-lived'), ip);
+    await sendAccepted(page('/pricing', 'recent'), ip);
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    expect(await visitor(ip)).toMatchObject({ visit_count: 3, pages_viewed: 4 });
   });
 
   it('folds a visitor whose events span several claims as if they were one: a session is one visit, the first referrer stays', async () => {

@@ -351,6 +351,17 @@ describe('one claim, one read', () => {
     expect(await identification(site, BERLIN(22))).toEqual([expect.objectContaining({ status: 'failed' })]);
   });
 
+  it('settles a claim’s visitors of one key in one statement: a lane takes its next visitor without waiting for the last one’s commit', async () => {
+    const site = await child({ monthly_id_quota: 50 });
+    for (let n = 60; n < 80; n++) await visit(site, APPLE(n));
+    await aggregateTrackerEvents({ ctx: env.deps, input: {} });
+    const { ctx, seen } = countingStatements(env.deps, ['sl_settle_identifications']);
+    // Twenty visitors, eight lanes: lanes that waited for each commit sent a statement per round of eight.
+    expect(await identifyVisitors({ ctx, input: {} })).toMatchObject({ identified: 20, claims: 1 });
+    expect(seen.sl_settle_identifications).toBe(1);
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 20 });
+  });
+
   it('stops at a claim short of a full batch', async () => {
     const site = await child();
     for (const n of [50, 51, 52]) await visit(site, APPLE(n));
@@ -421,6 +432,36 @@ describe('settling in batches', () => {
     expect(names(await eventsOf(env.db, site.apiKeyId)).filter((n) => n === 'visitor_identified')).toHaveLength(3);
     // The refused one is left pending, as it was: settled with a good result, it uses its ID.
     expect(await settle(item(c as { id: string; ip: string }, apple()))).toMatchObject({ outcome: 'consumed' });
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 4 });
+  });
+
+  it('a batch points its visitors at their identifications in one statement, so the visitors’ statement triggers run once a batch, not once a settle', async () => {
+    const site = await child();
+    const rows = await queued(site, [APPLE(50), APPLE(51), APPLE(52), APPLE(53)]);
+    expect(rows).toHaveLength(4);
+    // A probe counting the UPDATE statements on visitors while the batch settles (list-visitors'
+    // counts, 0034, are such a trigger: once per settle it was a third of the worker's time).
+    await env.db`create table settle_probe (n integer)`;
+    await env.db`create function settle_probe_count() returns trigger language plpgsql as $$
+      begin insert into settle_probe values (1); return null; end $$`;
+    await env.db`create trigger settle_probe after update on visitors for each statement execute function settle_probe_count()`;
+    try {
+      const items = rows.map((r) => ({ id: r.id, result: apple(), cache: null }));
+      const settled = await env.db<{ outcome: string }>`
+        select outcome from sl_settle_identifications(${JSON.stringify(items)}::text::jsonb, '7 days'::interval)`;
+      expect(settled.map((s) => s.outcome)).toEqual(['consumed', 'consumed', 'consumed', 'consumed']);
+      const [probe] = await env.db<{ n: number }>`select count(*)::int as n from settle_probe`;
+      expect(probe?.n).toBe(1);
+    } finally {
+      await env.db`drop trigger settle_probe on visitors`;
+      await env.db`drop function settle_probe_count()`;
+      await env.db`drop table settle_probe`;
+    }
+    const pointed = await env.db<{ ip: string; same: boolean }>`
+      select host(v.ip) as ip, v.identification_id = i.id as same
+      from visitors v join identifications i on i.website_id = v.website_id and i.ip = v.ip
+      where v.website_id = ${site.websiteId} order by v.ip`;
+    expect(pointed).toEqual(rows.map((r) => ({ ip: r.ip, same: true })));
     expect(await usage(site.apiKeyId)).toMatchObject({ used: 4 });
   });
 

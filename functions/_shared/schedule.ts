@@ -48,13 +48,14 @@ export const periodRollover = sweep({
 export const dataLifecycle = sweep({
   sweep: 'data-lifecycle',
   summary:
-    'Scheduled (hourly): make tracker-event partitions ahead, drop those past retention, delete ended webhook events, expired cached lookups, ended connect links and old idempotency outcomes, and remove the addresses and people of visitors not seen for the personal-data period',
+    'Scheduled (hourly): make tracker-event partitions ahead, drop those past retention, end visitor sessions opened before it, delete ended webhook events, expired cached lookups, ended connect links and old idempotency outcomes, and remove the addresses and people of visitors not seen for the personal-data period',
   description:
     'Called by the scheduler (Supabase Cron) with the sweep token; idempotent, so a second run finds nothing due. Each deletion runs in bounded batches claimed with SKIP LOCKED, so replicas share it and no batch holds a long lock. The periods are TRACKER_EVENT_RETENTION_DAYS, WEBHOOK_EVENT_RETENTION_DAYS, CONNECT_LINK_RETENTION_DAYS and PERSONAL_DATA_RETENTION_MONTHS (docs/operating.md, "Data lifecycle").',
   nodeEverySeconds: 3600,
   cron: '30 * * * *',
   result: z.object({
     tracker_events: z.object({ partitions_made: int(), partitions_dropped: int(), default_rows: int() }),
+    visitor_sessions: int(),
     events: int(),
     ip_cache: int(),
     connect_links: int(),

@@ -26,8 +26,11 @@ begin
   ),
   -- A session's first page view opens a visit; sessions already stored are not counted again.
   opened as (
-    insert into visitor_sessions (website_id, ip, session_id)
-    select distinct e.website_id, e.ip, e.session_id from e where e.kind = 'pageview'
+    -- opened_on: the UTC day of its first page view here, which the lifecycle sweep ends it by (0037).
+    insert into visitor_sessions (website_id, ip, session_id, opened_on)
+    select e.website_id, e.ip, e.session_id, (min(e.received_at) at time zone 'UTC')::date
+    from e where e.kind = 'pageview'
+    group by 1, 2, 3
     order by 1, 2, 3
     on conflict do nothing
     returning website_id, ip

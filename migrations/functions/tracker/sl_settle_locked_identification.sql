@@ -4,8 +4,9 @@
  * columns (status `identified` or `failed`).
  *
  * A failed one (no business behind the address) uses nothing. An identified one uses one ID
- * (sl_consume_id): consumed (or an account the ledger does not meter) → recorded, made the current
- * identification of every visitor of its unit on the website, and `visitor_identified` written to
+ * (sl_consume_id): consumed (or an account the ledger does not meter) → recorded (the caller then
+ * makes it the current identification of every visitor of its unit on the website, in one statement
+ * for its batch), and `visitor_identified` written to
  * the outbox if the key has a webhook now (with none there is nobody to send it to, ever: an event
  * goes to the webhook set when it was emitted or nowhere, so the row would only keep the visitor's
  * address); anything else (suspended, revoked, canceled, out of IDs, pool exhausted) → nothing is
@@ -23,7 +24,6 @@ declare
   c record;
   v_owner uuid;
   v_partner uuid;
-  v_label bigint;
   v_sent boolean := false;
 begin
   -- Held already (the caller took it in order); taken here too so a settle is never unlocked.
@@ -59,17 +59,6 @@ begin
       person_linkedin_url = r.person_linkedin_url, person_linkedin_name = r.person_linkedin_name,
       person_linkedin_title = r.person_linkedin_title, person_linkedin_company = r.person_linkedin_company
   where id = p_id;
-  v_label := sl_search_label(concat_ws(' ', r.person_linkedin_name, r.company_name, r.domain));
-  -- Every visitor of the unit: the caller locked those there were; one that arrived since and that
-  -- an aggregation holds is skipped (waiting for it could deadlock), and that aggregation attaches it.
-  update visitors v
-  set identification_id = p_id, identified_count = v.identified_count + 1, label_id = v_label
-  from (
-    select u.website_id, u.ip from visitors u
-    where u.website_id = i.website_id and u.ip >= i.unit and u.ip <= sl_unit_last(i.unit) and u.ip <<= i.unit
-    for update skip locked
-  ) u
-  where v.website_id = u.website_id and v.ip = u.ip;
   select account_id into v_owner from api_keys where id = i.api_key_id;
   v_partner := coalesce(c.partner_account_id, v_owner);
   if sl_event_has_destination('child', v_partner, i.api_key_id) then

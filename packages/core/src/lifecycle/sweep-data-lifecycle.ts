@@ -8,6 +8,8 @@ const DAY_MS = 86_400_000;
 
 export interface DataLifecycleReport {
   tracker_events: { partitions_made: number; partitions_dropped: number; default_rows: number };
+  /** Sessions ended: opened before the tracker events' retention (0037). */
+  visitor_sessions: number;
   events: number;
   ip_cache: number;
   connect_links: number;
@@ -54,7 +56,8 @@ async function inBatches(batch: number, step: () => Promise<number>): Promise<nu
 /**
  * The data lifecycle, run from the one schedule (functions/_shared/schedule.ts, `data-lifecycle`):
  * 1. tracker_events' weekly partitions are made ahead, and those wholly older than the retention
- *    are dropped (a drop costs the same at any size);
+ *    are dropped (a drop costs the same at any size); visitors' sessions opened before the same
+ *    retention end (0037), in bounded batches;
  * 2. webhook events (with their attempts) ended before their retention, expired cached lookups,
  *    connect links used or expired before theirs, and idempotency outcomes past theirs are deleted
  *    in bounded batches;
@@ -72,6 +75,18 @@ export async function sweepDataLifecycle({ ctx, input }: VerbArgs<{ now?: Date; 
     select sl_ensure_tracker_event_partitions(${nowIso}::timestamptz, ${nowIso}::timestamptz, ${TRACKER_PARTITION_WEEKS_AHEAD}) as n`;
   const [dropped] = await ctx.db<{ partitions: number; default_rows: number }>`
     select partitions, default_rows from sl_drop_tracker_event_partitions(${utcDay(now.getTime() - retention.trackerEventDays * DAY_MS)}::date)`;
+
+  // Sessions opened before the raw events' retention end (0037): a page view of one after that opens a new visit.
+  const sessionsBefore = utcDay(now.getTime() - retention.trackerEventDays * DAY_MS);
+  const visitorSessions = await inBatches(batch, async () => {
+    const [r] = await ctx.db<{ n: number }>`
+      with gone as (
+        delete from visitor_sessions where ctid in (
+          select ctid from visitor_sessions where opened_on < ${sessionsBefore}::date limit ${batch} for update skip locked)
+        returning 1)
+      select count(*)::int as n from gone`;
+    return r?.n ?? 0;
+  });
 
   const eventsBefore = new Date(now.getTime() - retention.webhookEventDays * DAY_MS).toISOString();
   const events = await inBatches(batch, async () => {
@@ -126,6 +141,7 @@ export async function sweepDataLifecycle({ ctx, input }: VerbArgs<{ now?: Date; 
 
   return {
     tracker_events: { partitions_made: made?.n ?? 0, partitions_dropped: dropped?.partitions ?? 0, default_rows: dropped?.default_rows ?? 0 },
+    visitor_sessions: visitorSessions,
     events,
     ip_cache: ipCache,
     connect_links: connectLinks,

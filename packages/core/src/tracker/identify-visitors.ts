@@ -6,8 +6,13 @@ import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { forbiddenAddressClass, parseIp } from '../kernel/net/ip.ts';
 import { createIdentificationSettler, type Settled, type SettleItem } from './settle-identifications.ts';
 
-/** Identifications one claim takes: the lookups of a claim run together, so keep it a small batch. */
-const IDENTIFICATIONS_PER_CLAIM = 64;
+/**
+ * Identifications one claim takes. Its settles share one statement (up to settle-identifications.ts'
+ * batch), so a larger claim costs Postgres less per identification (64 → 128: 523 → 480 µs of
+ * Postgres CPU each on local-data hits); its lookups run CONCURRENCY at a time, so keep it well
+ * inside the lease when providers answer slowly.
+ */
+const IDENTIFICATIONS_PER_CLAIM = 128;
 /** Lookups in flight at once per worker: the local data answers at once, the providers do not. */
 const CONCURRENCY = 8;
 /** Far longer than a claim's lookups take (each provider call is bounded by its own timeout). */
@@ -117,7 +122,22 @@ async function resolveVisitor(ctx: CoreDeps, claim: Claim, row: Claimed): Promis
   return { source: 'lookup', verdict: await resolveWithProviders(ipDeps, row.ip, free.local, undefined, free.free) };
 }
 
-async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<void> {
+/**
+ * Keeps a settle for the claim to await. Marked handled at once: it may fail while the lanes are
+ * still resolving, before the claim awaits it (which still sees the failure).
+ */
+function handOver(settling: Promise<void>[], settled: Promise<void>): void {
+  settled.catch(() => undefined);
+  settling.push(settled);
+}
+
+/**
+ * Resolves one claimed identification and hands it to the settler. Returns once it is handed over,
+ * with the settle's own bookkeeping pushed to `settling`: a lane takes its next visitor without
+ * waiting for the commit, so the claim's settles reach the settler together and share one statement
+ * (waiting, eight lanes made eight statements of eight settles for a claim of 64).
+ */
+async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed, settling: Promise<void>[]): Promise<void> {
   const { settle, report, partners } = claim;
   if (row.key_status !== 'active') {
     await ctx.db`select sl_drop_identification(${row.id}::uuid)`;
@@ -140,8 +160,12 @@ async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<v
       return;
     }
     const gaveUp = { status: 'failed', traffic_type: 'unknown', reason: `The lookup failed ${row.attempts} times.`, confidence: 0, country: '' };
-    await settle({ id: row.id, apiKeyId: row.api_key_id, result: gaveUp, cache: null });
-    report.failed++;
+    handOver(
+      settling,
+      settle({ id: row.id, apiKeyId: row.api_key_id, result: gaveUp, cache: null }).then(() => {
+        report.failed++;
+      }),
+    );
     return;
   }
   const v = resolution.verdict;
@@ -149,12 +173,16 @@ async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed): Promise<v
   const person = isBusiness(v) && (await claim.canPay(row.api_key_id)) ? await personFor(ctx, v) : null;
   // A fresh lookup is cached for the account (the reserved ranges are not worth a row).
   const cache = resolution.source === 'lookup' ? v : null;
-  const settled = await settle({ id: row.id, apiKeyId: row.api_key_id, result: resultOf(v, person), cache });
-  if (settled.outcome === 'failed') report.failed++;
-  else if (settled.outcome === 'consumed' || settled.outcome === 'not_metered') report.identified++;
-  else if (settled.outcome !== 'settled') report.dropped++;
-  if (settled.emitted && settled.partner_account_id) partners.add(settled.partner_account_id);
-  if (settled.reload_pool_id) startAfterWork(ctx, 'auto-reload', { poolId: settled.reload_pool_id });
+  handOver(
+    settling,
+    settle({ id: row.id, apiKeyId: row.api_key_id, result: resultOf(v, person), cache }).then((settled) => {
+      if (settled.outcome === 'failed') report.failed++;
+      else if (settled.outcome === 'consumed' || settled.outcome === 'not_metered') report.identified++;
+      else if (settled.outcome !== 'settled') report.dropped++;
+      if (settled.emitted && settled.partner_account_id) partners.add(settled.partner_account_id);
+      if (settled.reload_pool_id) startAfterWork(ctx, 'auto-reload', { poolId: settled.reload_pool_id });
+    }),
+  );
 }
 
 /**
@@ -206,13 +234,16 @@ export async function identifyVisitors({
       },
     };
     let next = 0;
+    const settling: Promise<void>[] = [];
     const lane = async () => {
       while (next < claimed.length) {
         const row = claimed[next++] as Claimed;
-        await identifyOne(ctx, claim, row);
+        await identifyOne(ctx, claim, row, settling);
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, claimed.length) }, lane));
+    // Every settle answered (a refused one rejects here, as it did in its lane) before the claim is done.
+    await Promise.all(settling);
     for (const partnerAccountId of claim.partners) startAfterWork(ctx, 'webhook-delivery', { partnerAccountId });
     // A short claim took all that was claimable: what is queued meanwhile is the next run's.
     if (claimed.length < batchSize) break;

@@ -5,7 +5,7 @@ import { nextTurn } from '../kernel/next-turn.ts';
 /** The tracker's results are cached for the account like ip-to-company's: 7 days. */
 const CACHE_TTL = '7 days';
 /** Settles one statement takes at most: one transaction stays short, its JSON small. */
-const MAX_BATCH = 64;
+const MAX_BATCH = 128;
 
 /** What sl_settle_identification answers for one identification. */
 export interface Settled {
