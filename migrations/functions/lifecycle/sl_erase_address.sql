@@ -63,13 +63,6 @@ begin
   select array_agg(id) into v_events from events e
   where (p_account is null or e.partner_account_id = p_account or e.child_api_key_id = any(v_keys))
     and e.event = 'visitor_identified' and e.body::jsonb #>> '{data,ip}' = host(p_ip);
-  delete from webhook_attempts where event_id = any(v_events);
-  get diagnostics n = row_count;
-  v_out := v_out || jsonb_build_object('webhook_attempts', n);
-  delete from events where id = any(v_events);
-  get diagnostics n = row_count;
-  -- At commit, every process drops its copies of the account's stored results (ip/result-cache.ts).
-  perform pg_notify('sl_ip_results_erased', coalesce(p_account::text, ''));
-  return v_out || jsonb_build_object('events', n);
+  return v_out || sl_erase_webhook_events(p_account, v_events);
 end
 $$;

@@ -53,7 +53,7 @@ export interface SharedResults {
   forget(pattern: string): Promise<void>;
 }
 
-/** What the erasure SQL (sl_erase_address, sl_erase_person) notifies at commit: the account's id, or '' for every account. */
+/** What the erasure SQL (sl_erase_webhook_events, their last step) notifies at commit: the account's id, or '' for every account. */
 export const IP_RESULTS_ERASED_CHANNEL = 'sl_ip_results_erased';
 
 /** What the shared results hold: the result and when it stops being served (epoch ms). */

@@ -73,16 +73,17 @@ export async function sweepDataLifecycle({ ctx, input }: VerbArgs<{ now?: Date; 
 
   const [made] = await ctx.db<{ n: number }>`
     select sl_ensure_tracker_event_partitions(${nowIso}::timestamptz, ${nowIso}::timestamptz, ${TRACKER_PARTITION_WEEKS_AHEAD}) as n`;
+  // The first UTC day the raw events' retention keeps: earlier weeks are dropped, and sessions opened
+  // before it end (0037): a page view of one after that opens a new visit.
+  const rawBefore = utcDay(now.getTime() - retention.trackerEventDays * DAY_MS);
   const [dropped] = await ctx.db<{ partitions: number; default_rows: number }>`
-    select partitions, default_rows from sl_drop_tracker_event_partitions(${utcDay(now.getTime() - retention.trackerEventDays * DAY_MS)}::date)`;
+    select partitions, default_rows from sl_drop_tracker_event_partitions(${rawBefore}::date)`;
 
-  // Sessions opened before the raw events' retention end (0037): a page view of one after that opens a new visit.
-  const sessionsBefore = utcDay(now.getTime() - retention.trackerEventDays * DAY_MS);
   const visitorSessions = await inBatches(batch, async () => {
     const [r] = await ctx.db<{ n: number }>`
       with gone as (
         delete from visitor_sessions where ctid in (
-          select ctid from visitor_sessions where opened_on < ${sessionsBefore}::date limit ${batch} for update skip locked)
+          select ctid from visitor_sessions where opened_on < ${rawBefore}::date limit ${batch} for update skip locked)
         returning 1)
       select count(*)::int as n from gone`;
     return r?.n ?? 0;
