@@ -497,7 +497,7 @@ export async function identificationThroughput(
   const aggregateSeconds = (performance.now() - t0) / 1000;
   const [queued] = await env.db<{ n: number }>`select count(*)::int as n from identifications where website_id = ${websiteId} and status = 'pending'`;
 
-  const total: IdentificationReport = { identified: 0, failed: 0, dropped: 0, retried: 0, claims: 0 };
+  const total: IdentificationReport = { identified: 0, failed: 0, excluded: 0, dropped: 0, retried: 0, claims: 0 };
   const u0 = await readUsage(env, undefined);
   const cpu0 = process.cpuUsage();
   const t1 = performance.now();

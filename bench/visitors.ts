@@ -325,7 +325,12 @@ async function innerPlan(url: string, key: KeyRecord, input: { search: string; s
     // The verb's own statement, sent on this session so auto_explain sees it.
     const session = Object.assign(
       <T extends object>(strings: TemplateStringsArray, ...values: SqlValue[]) => pg(strings, ...(values as never[])) as unknown as Promise<T[]>,
-      { begin: () => Promise.reject(new Error('list-visitors runs no transaction')) },
+      {
+        begin: () => Promise.reject(new Error('list-visitors runs no transaction')),
+        cursor: () => {
+          throw new Error('list-visitors reads no cursor');
+        },
+      },
     ) as Sql;
     // This process gathered no lookups: the recorder list-visitors flushes first has nothing to write.
     const ctx = { db: session, apiLookups: { record: () => undefined, flush: async () => undefined } };

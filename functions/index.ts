@@ -11,6 +11,12 @@ import { collect } from './collect/route.ts';
 import { connect } from './connect/route.ts';
 import { consoleBrand } from './console-brand/route.ts';
 import { identificationList } from './identification-list/route.ts';
+import { integrationCreateFunction } from './integration-create/route.ts';
+import { integrationDeleteFunction } from './integration-delete/route.ts';
+import { integrationDeliveriesFunction } from './integration-deliveries/route.ts';
+import { integrationDeliveryReplayFunction } from './integration-delivery-replay/route.ts';
+import { integrationUpdateFunction } from './integration-update/route.ts';
+import { integrationsFunction } from './integrations/route.ts';
 import { ipToBestFit } from './ip-to-best-fit/route.ts';
 import { ipToCompany } from './ip-to-company/route.ts';
 import { keyUsage } from './key-usage/route.ts';
@@ -34,7 +40,12 @@ import { sweepPeriodRollover } from './sweep-period-rollover/route.ts';
 import { sweepTrackerEvents } from './sweep-tracker-events/route.ts';
 import { sweepWebhookDeliveriesFunction } from './sweep-webhook-deliveries/route.ts';
 import { t } from './t/route.ts';
+import { trafficRuleCreate } from './traffic-rule-create/route.ts';
+import { trafficRuleDelete } from './traffic-rule-delete/route.ts';
+import { trafficRules } from './traffic-rules/route.ts';
+import { visitorMark } from './visitor-mark/route.ts';
 import { visitorStatsFunction } from './visitor-stats/route.ts';
+import { visitorsExport } from './visitors-export/route.ts';
 
 /**
  * Every function this build serves: the documented endpoints, then the scheduled sweeps (which the
@@ -61,7 +72,18 @@ export const allFunctions: FunctionDefinition[] = [
   keyUsage,
   consoleBrand,
   visitorStatsFunction,
+  visitorMark,
+  visitorsExport,
   identificationList,
+  trafficRules,
+  trafficRuleCreate,
+  trafficRuleDelete,
+  integrationsFunction,
+  integrationCreateFunction,
+  integrationUpdateFunction,
+  integrationDeleteFunction,
+  integrationDeliveriesFunction,
+  integrationDeliveryReplayFunction,
   apiIcpAction,
   apiFullRequest,
   apiCreateConnectLink,

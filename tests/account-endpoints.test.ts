@@ -239,6 +239,18 @@ describe('api-update-settings: validation', () => {
     expect(await settingsOf(env.db, a.account_id)).toMatchObject({ auto_reload_threshold: 0, allowed_domains: ['shop.example.com'] });
   });
 
+  it('sets the quiet period after which a visitor’s next visit is a return (visitor_returned), 1 to 365 days', async () => {
+    const res = await a.as('api-update-settings', { return_quiet_days: 30 });
+    expect(res.body).toEqual({ success: true, updated_fields: ['return_quiet_days'] });
+    const [row] = await env.db<{ days: number }>`select return_quiet_days as days from accounts where id = ${a.account_id}`;
+    expect(row?.days).toBe(30);
+    for (const bad of [0, 366, 2.5, '7']) {
+      const refused = await a.as('api-update-settings', { return_quiet_days: bad });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toMatch(/return_quiet_days/);
+    }
+  });
+
   it('refuses a URL that is within 2048 characters as sent but longer once percent-encoded (400, nothing stored)', async () => {
     const before = await settingsOf(env.db, a.account_id);
     const res = await a.as('api-update-settings', { webhook_url: `${receiver.url}/${'é'.repeat(1000)}`, webhook_secret: 'long-enough' });

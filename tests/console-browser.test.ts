@@ -170,6 +170,11 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     await page.getByRole('link', { name: 'Console Shop' }).click();
     await page.getByRole('heading', { name: 'Console Shop' }).waitFor();
     await page.locator('[data-install="waiting"]').waitFor();
+    await page.locator('[data-cause="consent_pending"]').waitFor();
+    // Asked to read the site's page, it says what it found: here, that the page cannot be read.
+    await page.getByRole('button', { name: 'Check the site’s page' }).click();
+    await page.locator('[data-page-status]').waitFor();
+    expect(await page.locator('[data-cause]').first().getAttribute('data-cause')).toBe('page_unreachable');
     await review('child-page');
 
     // The install check turns green by itself when the first page view arrives.
@@ -309,6 +314,58 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     await page.getByRole('heading', { name: 'Acme Widgets Ltd' }).waitFor();
     expect(await page.getByText('198.51.100.7').count()).toBe(1);
     await review('site-visitor');
+  }, 60_000);
+
+  it('the site view: watch a visitor by keyboard, filter by watched, and export the filter as CSV', async () => {
+    const [website] = await env.db<{ id: string }>`select id from websites where api_key_id = ${child.id} and domain = ${child.domain}`;
+    await seedIdentifiedVisitor(env.db, { websiteId: website?.id ?? '', apiKeyId: child.id }, '198.51.100.8', 'Beta Gadgets Inc');
+    await page.getByRole('link', { name: 'Back to the visitors' }).click();
+    await page.getByRole('link', { name: 'Beta Gadgets Inc' }).waitFor();
+    const watch = page.getByRole('button', { name: 'Watch Acme Widgets Ltd' });
+    expect(await watch.getAttribute('aria-pressed')).toBe('false');
+    await watch.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => watch.getAttribute('aria-pressed')).toBe('true');
+    expect(await page.getByRole('button', { name: 'Pin Acme Widgets Ltd' }).getAttribute('aria-pressed')).toBe('false');
+    // The API holds the mark.
+    const watched = await apiCall(child.key, 'list-visitors', { query: { watched: 'true' } });
+    expect((watched.body.visitors as { company_name: string; is_watched: boolean }[]).map((v) => [v.company_name, v.is_watched])).toEqual([
+      ['Acme Widgets Ltd', true],
+    ]);
+
+    await page.getByLabel('Marked').selectOption('watched');
+    await expect.poll(() => page.getByRole('link', { name: 'Beta Gadgets Inc' }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Acme Widgets Ltd' }).waitFor();
+    await review('site-visitors-watched');
+
+    // The download is the feed's filter, fetched with the key in a header and saved from a Blob URL.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    expect(download.suggestedFilename()).toMatch(/^visitors-all-\d{4}-\d{2}-\d{2}\.csv$/);
+    expect(download.url()).toMatch(/^blob:/);
+    const [header, ...records] = (await readFile(await download.path(), 'utf8')).split('\r\n').filter(Boolean);
+    const columns = header?.split(',') ?? [];
+    const cells = records.map((r) => r.split(','));
+    const at = (name: string) => cells.map((c) => c[columns.indexOf(name)]);
+    const rows = watched.body.visitors as { ip: string; company_name: string; raw_id: string }[];
+    expect(at('ip')).toEqual(rows.map((v) => v.ip));
+    expect(at('company_name')).toEqual(rows.map((v) => v.company_name));
+    expect(at('raw_id')).toEqual(rows.map((v) => v.raw_id));
+    expect(at('is_watched')).toEqual(['true']);
+  }, 60_000);
+
+  it('the site view: connect a Slack channel, whose URL is never shown again, and see it listed', async () => {
+    const panel = page.locator('section[aria-labelledby="integrations-h"]');
+    const hook = `${receiver.url}/T000/B000/console-secret-path`;
+    await panel.getByLabel('Destination').selectOption('slack');
+    await panel.getByLabel('Name').fill('Sales channel');
+    await panel.getByLabel('The channel’s incoming-webhook URL').fill(hook);
+    await panel.getByRole('button', { name: 'Connect' }).click();
+    await panel.locator('[data-integration="Sales channel"]').waitFor();
+    expect(await panel.locator('[data-integration="Sales channel"] [data-status]').textContent()).toBe('Active');
+    expect(await page.content()).not.toContain('console-secret-path');
+    const listed = await apiCall(child.key, 'integrations');
+    expect((listed.body.integrations as { name: string; kind: string }[]).map((i) => [i.name, i.kind])).toEqual([['Sales channel', 'slack']]);
+    await review('site-integrations');
   }, 60_000);
 
   it('no key reaches localStorage, a cookie, a URL or a log', async () => {

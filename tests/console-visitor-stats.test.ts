@@ -56,7 +56,21 @@ describe('visitor-stats', () => {
       { day: day(1), companies: 1 },
       { day: day(0), companies: 1 },
     ]);
-    expect(res.body.traffic_mix).toEqual({ business: 3, isp: 2, hosting: 1, vpn: 1, education: 0, government: 0, unknown: 0, bots: 1 });
+    expect(res.body.traffic_mix).toEqual({
+      business: 3,
+      isp: 2,
+      hosting: 1,
+      vpn: 1,
+      education: 0,
+      government: 0,
+      unknown: 0,
+      bots: 1,
+      // Nothing excluded: the site has no traffic rules (traffic-rules.test.ts counts them).
+      excluded_cidr: 0,
+      excluded_domain: 0,
+      excluded_path: 0,
+      excluded_country: 0,
+    });
   });
 
   it('a range that leaves out yesterday counts only today', async () => {

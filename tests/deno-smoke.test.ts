@@ -278,6 +278,22 @@ describe('the tracker sweep, list-visitors and identification-list under Deno', 
       expect.objectContaining({ status: 'identified', identification_type: 'company', company: expect.objectContaining({ domain: 'apple.com' }) }),
     ]);
   });
+
+  it('exports the listed visitor as CSV, read through the driver’s cursor under Deno', async () => {
+    const res = await fetch(`${running().origin}/visitors-export?source=tracker`, {
+      headers: { 'x-access-key': tracker.key },
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="visitors-all-/);
+    const [header, row, ...rest] = (await res.text()).split('\r\n');
+    const columns = header?.split(',') ?? [];
+    const cells = row?.split(',') ?? [];
+    expect(cells[columns.indexOf('ip')]).toBe('17.253.144.10');
+    expect(cells[columns.indexOf('tracker_site')]).toBe(tracker.domain);
+    expect(rest).toEqual(['']);
+  });
 });
 
 describe('the tracker script under Deno', () => {

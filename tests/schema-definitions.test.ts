@@ -79,6 +79,16 @@ const CHANGED_SINCE_OLD_WAY = [
   'sl_fold_tracker_events',
   'sl_settle_identifications',
   'sl_settle_locked_identification',
+  // Traffic rules (0039): aggregation marks excluded events and queues an excluded identification again.
+  'sl_apply_tracker_events',
+  // Integrations (0040): deliveries in the webhook outbox, Retry-After and permanent failures recorded.
+  'sl_claim_deliveries',
+  'sl_emit',
+  'sl_event_has_destination',
+  'sl_record_deliveries',
+  'sl_replay_event',
+  // visitor_returned (0040): the quiet period is an account setting.
+  'sl_update_account_settings',
 ];
 /** Views changed since, with the tables under them (0035 partitioned tracker_events by received_on). */
 const VIEWS_CHANGED_SINCE_OLD_WAY = ['tracker_filtered_beacons'];

@@ -196,6 +196,10 @@ describe('a released child’s key', () => {
   let own: Awaited<ReturnType<typeof seedDirectKey>>;
   let released: Awaited<ReturnType<typeof createChildVia>>;
   let partnerUser = '';
+  /** An account-wide traffic rule of the partner's, which the released key may not remove. */
+  let partnerRule = '';
+  /** An account-wide integration of the partner's, which the released key may neither see nor change. */
+  let partnerIntegration = '';
   const CUSTOMER_VISITOR = '17.253.2.2';
   const PARTNER_VISITOR = '17.253.1.1';
 
@@ -206,6 +210,14 @@ describe('a released child’s key', () => {
     // What a key to the account could take: credits to spend, a connected user to act as, visitors to read.
     await grantCredits({ ctx: env.deps, input: { accountId: partner.account_id, credits: 100 } });
     partnerUser = (await seedConnectedUser(env.db, partner.account_id)).user_id;
+    const [rule] = await env.db<{ id: string }>`
+      insert into traffic_rules (account_id, kind, value) values (${partner.account_id}, 'path', '/partner-only*') returning id::text as id`;
+    partnerRule = rule?.id ?? '';
+    const [integration] = await env.db<{ id: string }>`
+      insert into integrations (account_id, kind, name, secret_sealed, signals)
+      values (${partner.account_id}, 'hubspot', 'Partner CRM', ${await env.deps.keyring.seal('pat-partner-token')}, '{visitor_identified}')
+      returning id::text as id`;
+    partnerIntegration = integration?.id ?? '';
     await seedIdentifiedVisitor(env.db, { websiteId: own.website_id, apiKeyId: own.api_key_id }, PARTNER_VISITOR, 'Partner Visitor Co');
     const { identification_id } = await seedIdentifiedVisitor(
       env.db,
@@ -268,10 +280,51 @@ describe('a released child’s key', () => {
         error: /website/,
       },
       'list-visitors': { send: () => call(env, at, { key: key() }), status: 200 },
+      // Its own visitors' rows only; a mark on the partner's own visitor is another account's: no such visitor.
+      'visitors-export': { send: () => call(env, at, { key: key() }), status: 200 },
+      'visitor-mark': {
+        send: async () => {
+          const [w] = await env.db<{ domain: string }>`select domain from websites where id = ${own.website_id}`;
+          return call(env, at, { key: key(), body: { tracker_site: w?.domain ?? '', ip: PARTNER_VISITOR, is_watched: true } });
+        },
+        status: 404,
+        error: /no such visitor/,
+      },
       // Its own websites' figures only (as list-visitors); the partner's pool is the account's, its brand no longer the key's.
       'visitor-stats': { send: () => call(env, at, { key: key() }), status: 200 },
       'key-usage': { send: () => call(env, at, { key: key() }), status: 403, error: SCOPED },
       'console-brand': { send: () => call(env, at, { key: key() }), status: 200 },
+      // Traffic rules: its own websites' (none), never the partner's website or the partner's account-wide rule.
+      'traffic-rules': { send: () => call(env, at, { key: key() }), status: 200 },
+      'traffic-rule-create': {
+        send: () => call(env, at, { key: key(), body: { website_id: own.website_id, kind: 'country', value: 'DE' } }),
+        status: 404,
+        error: /website/,
+      },
+      'traffic-rule-delete': { send: () => call(env, at, { key: key(), body: { id: partnerRule } }), status: 403, error: /account-wide/ },
+      // Integrations: only those bound to its own websites (none); an account-wide one is the account's.
+      integrations: { send: () => call(env, at, { key: key() }), status: 200 },
+      'integration-create': {
+        send: () => call(env, at, { key: key(), body: { kind: 'hubspot', name: 'x', token: 'pat-abcdefgh', signals: ['visitor_identified'] } }),
+        status: 403,
+        error: /scoped to its own websites/,
+      },
+      'integration-update': {
+        send: () => call(env, at, { key: key(), body: { integration_id: partnerIntegration, name: 'taken' } }),
+        status: 404,
+        error: /integration/,
+      },
+      'integration-delete': {
+        send: () => call(env, at, { key: key(), body: { integration_id: partnerIntegration } }),
+        status: 404,
+        error: /integration/,
+      },
+      'integration-deliveries': { send: () => call(env, at, { key: key(), query: { integration_id: partnerIntegration } }), status: 200 },
+      'integration-delivery-replay': {
+        send: () => call(env, at, { key: key(), body: { delivery_id: crypto.randomUUID() } }),
+        status: 404,
+        error: /no event/,
+      },
     };
     const c = cases[def.name];
     if (!c) throw new Error(`no expectation for ${def.name} with a released key: add one`);

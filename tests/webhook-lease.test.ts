@@ -150,7 +150,7 @@ function queuedTransport(inner: WebhookTransport, ms: number): WebhookTransport 
 function renewalsFail(db: Sql): Sql {
   const query = <T extends object = Row>(strings: TemplateStringsArray, ...values: SqlValue[]): Promise<T[]> =>
     strings.join('?').includes('sl_renew_deliveries') ? Promise.reject(new Error('renewal refused by the test')) : db<T>(strings, ...values);
-  return Object.assign(query, { begin: <T>(fn: (tx: Sql) => Promise<T>) => db.begin(fn) });
+  return Object.assign(query, { begin: <T>(fn: (tx: Sql) => Promise<T>) => db.begin(fn), cursor: db.cursor });
 }
 
 describe('a live sender never loses its claim', { timeout: 60_000 }, () => {

@@ -1,7 +1,7 @@
 /**
  * Serves partner-pool-state (and, for request bodies under Deno, partner-create-child-key,
  * ip-to-company from the edge data snapshot in IP_DATA_DIR, collect with the visitor's address
- * from Deno's connection info, the tracker script, the tracker sweep, list-visitors and identification-list) the way
+ * from Deno's connection info, the tracker script, the tracker sweep, list-visitors, visitors-export and identification-list) the way
  * the supabase/functions entrypoints do, but on a port the caller can find and with a database the
  * caller chose, so tests/deno-smoke.test.ts can compare it with the Node host and
  * tests/supabase-client.test.ts can call it through supabase-js (behind
@@ -20,6 +20,7 @@ import { partnerCreateChildKey } from '../../functions/partner-create-child-key/
 import { partnerPoolState } from '../../functions/partner-pool-state/route.ts';
 import { sweepTrackerEvents } from '../../functions/sweep-tracker-events/route.ts';
 import { t } from '../../functions/t/route.ts';
+import { visitorsExport } from '../../functions/visitors-export/route.ts';
 import { openPglite } from '../../packages/host/src/db-pglite.ts';
 import { buildDenoDeps } from '../../supabase/functions/_shared/host.ts';
 
@@ -31,7 +32,7 @@ const deps = await buildDenoDeps({ ...(pgliteDir ? { db: await openPglite(pglite
 // Several functions on one server (each Supabase function serves one), so one Deno start covers them.
 const app = createApiServer(
   deps,
-  [partnerPoolState, partnerCreateChildKey, ipToCompany, collect, sweepTrackerEvents, listVisitorsFunction, identificationList, t],
+  [partnerPoolState, partnerCreateChildKey, ipToCompany, collect, sweepTrackerEvents, listVisitorsFunction, identificationList, t, visitorsExport],
   { functionsPrefix: '' },
 );
 

@@ -168,7 +168,7 @@ function typedString(name: string, schema: Schema, world: FuzzWorld): fc.Arbitra
       bounded,
     );
   }
-  if (/domain|website|host/i.test(name))
+  if (/domain|website|host|site$/i.test(name))
     return fc.oneof(fc.domain(), fc.constantFrom('localhost', 'Example.COM', 'a.b', 'http://x.com/', '*.example.com', 'example.com:443'), bounded);
   if (schema.format === 'date-time' || schema.format === 'date' || /since|before|after|date/.test(name)) {
     const instant = fc.date({ min: new Date('1969-01-01'), max: new Date('2100-01-01'), noInvalidDate: true });

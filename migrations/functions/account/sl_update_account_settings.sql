@@ -16,7 +16,8 @@ create or replace function sl_update_account_settings(
   p_set_secret boolean, p_secret_sealed text,
   p_set_enabled boolean, p_enabled boolean,
   p_set_threshold boolean, p_threshold integer,
-  p_set_domains boolean, p_domains text[]
+  p_set_domains boolean, p_domains text[],
+  p_set_quiet boolean, p_quiet_days integer
 ) returns boolean
 language plpgsql as $$
 declare
@@ -45,7 +46,8 @@ begin
     webhook_secret_sealed = v_secret,
     auto_reload_enabled = case when p_set_enabled then p_enabled else auto_reload_enabled end,
     auto_reload_threshold = case when p_set_threshold then p_threshold else auto_reload_threshold end,
-    allowed_domains = case when p_set_domains then p_domains else allowed_domains end
+    allowed_domains = case when p_set_domains then p_domains else allowed_domains end,
+    return_quiet_days = case when p_set_quiet then p_quiet_days else return_quiet_days end
   where id = p_account;
   return sl_after_balance_change(p_account);
 end

@@ -60,9 +60,18 @@ begin
   get diagnostics n = row_count;
   v_out := v_out || jsonb_build_object('credit_transactions', n);
 
+  -- The visitor's signals kept for a digest, then every event that carried the address: a signal
+  -- (visitor_identified and the integrations' others) or a digest holding one.
+  delete from integration_digest_items d
+  where (p_account is null or d.integration_id in (select g.id from integrations g where g.account_id = p_account))
+    and d.data ->> 'ip' = host(p_ip);
+  get diagnostics n = row_count;
+  v_out := v_out || jsonb_build_object('integration_digest_items', n);
   select array_agg(id) into v_events from events e
   where (p_account is null or e.partner_account_id = p_account or e.child_api_key_id = any(v_keys))
-    and e.event = 'visitor_identified' and e.body::jsonb #>> '{data,ip}' = host(p_ip);
+    and ((e.event in ('visitor_identified', 'visitor_returned', 'high_intent', 'icp_qualified', 'watched_visit')
+          and e.body::jsonb #>> '{data,ip}' = host(p_ip))
+         or (e.event = 'digest' and e.body::jsonb -> 'data' -> 'signals' @> jsonb_build_array(jsonb_build_object('ip', host(p_ip)))));
   return v_out || sl_erase_webhook_events(p_account, v_events);
 end
 $$;

@@ -28,10 +28,21 @@
  * after since's, and the rows of since's hour counted by index; less, for one tracker owned by the
  * key, the pairs of a tracker row and a lookup of its address, counted the same way (with several
  * trackers an address can pair with each, so those lookups are probed one by one).
+ *
+ * p_until (null: none) is the window's top, exclusive: the hours from since's next to until's own
+ * are summed, the rows of the two partial hours counted by index, and the pairs probed (their
+ * counts are by the older row's hour, which cannot tell whether the newer one is below until).
+ *
+ * p_watched / p_pinned (null: either) filter on the visitor's marks (migration 0038) after the
+ * deduplication: an api row has no marks (false), and a lookup whose address a tracker row of the
+ * window has stays hidden whatever that row's marks. A `true` filter lists the marked rows alone,
+ * read from their indexes; a `false` one keeps the paths above and subtracts the window's marked
+ * rows. Pinned rows are not sorted first: newest last_seen first is what an incremental sync relies on.
  */
 create or replace function sl_list_visitors(
   p_account_id uuid, p_api_key_id uuid, p_site text, p_since timestamptz, p_pattern text,
-  p_address_from text, p_address_to text, p_trackers boolean, p_api boolean, p_limit integer, p_offset integer)
+  p_address_from text, p_address_to text, p_trackers boolean, p_api boolean, p_limit integer, p_offset integer,
+  p_until timestamptz, p_watched boolean, p_pinned boolean)
 returns table (total integer, count integer, visitors text)
 language plpgsql stable
 set plan_cache_mode = force_generic_plan
@@ -47,6 +58,9 @@ declare
   v_total bigint := 0;
   -- The hour after since's, from which the hourly counts are summed.
   v_next timestamptz;
+  -- The window's top (infinity without one) and the hour it falls in, up to which they are summed.
+  v_until timestamptz := coalesce(p_until, 'infinity');
+  v_top timestamptz := date_trunc('hour', coalesce(p_until, 'infinity'), 'UTC');
   -- The listed trackers are one, owned by the key: the counts of pairs answer for it.
   v_own_site boolean;
   v_page sl_listed_visitor[];
@@ -64,24 +78,58 @@ begin
     join api_keys me on me.id = p_api_key_id
     where k.account_id = p_account_id and (me.scope = 'account' or w.api_key_id = me.id);
 
-  if p_pattern is null and p_address_from is null then
+  if p_pattern is null and p_address_from is null and (p_watched is true or p_pinned is true) then
+    -- Marked rows only (a lookup has no marks): each tracker's, read from the index of the marked
+    -- rows the filter names, in the page's order; few, so counted and sorted whole.
+    with marked as (
+      select v.website_id, v.ip, v.last_seen, v.identification_id, v.first_seen, v.visit_count, v.pages_viewed,
+             v.active_ms, v.high_intent, v.identified_count, v.is_watched, v.is_pinned, v.crm_status
+      from visitors v
+      where p_trackers and p_watched is true and v.is_watched and v.identification_id is not null
+        and v.website_id = any(v_sites) and v.last_seen >= p_since and v.last_seen < v_until
+        and (p_pinned is null or v.is_pinned = p_pinned)
+      union all
+      select v.website_id, v.ip, v.last_seen, v.identification_id, v.first_seen, v.visit_count, v.pages_viewed,
+             v.active_ms, v.high_intent, v.identified_count, v.is_watched, v.is_pinned, v.crm_status
+      from visitors v
+      where p_trackers and p_watched is not true and p_pinned is true and v.is_pinned and v.identification_id is not null
+        and v.website_id = any(v_sites) and v.last_seen >= p_since and v.last_seen < v_until
+        and (p_watched is null or v.is_watched = p_watched)
+    )
+    select (select count(*) from marked),
+           array(select row(m.website_id, m.ip, m.last_seen, 'tracker', m.identification_id, m.first_seen, m.visit_count,
+                            m.pages_viewed, m.active_ms, m.high_intent, m.identified_count, m.is_watched, m.is_pinned,
+                            m.crm_status)::sl_listed_visitor
+                 from marked m
+                 order by m.last_seen desc, m.ip, m.website_id
+                 limit p_limit offset p_offset)
+      into v_total, v_page;
+  elsif p_pattern is null and p_address_from is null then
     -- Every identified visitor of the listed trackers in the window, and every lookup of the key in
     -- it whose address none of those visitors has: the rows of the window by the hourly counts of
-    -- migration 0034 (the whole hours after since's) and by their indexes (since's own hour).
+    -- migration 0034 (the whole hours after since's and before until's) and by their indexes (the
+    -- rows of since's own hour and of until's).
     v_next := date_trunc('hour', p_since, 'UTC') + interval '1 hour';
     if p_trackers then
       v_total := (select coalesce(sum(c.n), 0) from visitor_listing_counts c
-                  where c.scope_id = any(v_sites) and c.kind = 'visitors' and c.hour >= v_next)
+                  where c.scope_id = any(v_sites) and c.kind = 'visitors' and c.hour >= v_next and c.hour < v_top)
                + (select count(*) from visitors v
-                  where v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since and v.last_seen < v_next);
+                  where v.website_id = any(v_sites) and v.identification_id is not null
+                    and v.last_seen >= p_since and v.last_seen < least(v_next, v_until))
+               + (select count(*) from visitors v
+                  where v.website_id = any(v_sites) and v.identification_id is not null
+                    and v.last_seen >= greatest(v_top, v_next) and v.last_seen < v_until);
     end if;
     if p_api then
       v_total := v_total
                + (select coalesce(sum(c.n), 0) from visitor_listing_counts c
-                  where c.scope_id = p_api_key_id and c.kind = 'lookups' and c.hour >= v_next)
-               + (select count(*) from api_lookups a where a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.last_seen < v_next);
+                  where c.scope_id = p_api_key_id and c.kind = 'lookups' and c.hour >= v_next and c.hour < v_top)
+               + (select count(*) from api_lookups a
+                  where a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.last_seen < least(v_next, v_until))
+               + (select count(*) from api_lookups a
+                  where a.api_key_id = p_api_key_id and a.last_seen >= greatest(v_top, v_next) and a.last_seen < v_until);
     end if;
-    if p_trackers and p_api and v_own_site then
+    if p_trackers and p_api and v_own_site and p_until is null then
       -- Less the lookups listed as the tracker row: one tracker, the key's own, whose counts keep the
       -- pairs of its identified visitors and the key's lookups by the hour of the pair's older
       -- last_seen; the pairs of since's hour are those whose older row falls in it.
@@ -97,13 +145,29 @@ begin
                     -- A lateral probe by the key's address, not a semi-join the generic plan would hash.
                     and (select a.last_seen from api_lookups a where a.api_key_id = p_api_key_id and a.ip = v.ip limit 1) >= v_next);
     elsif p_trackers and p_api then
-      -- Several trackers, or one the key does not own (an account's key over another key's tracker):
-      -- an address on two of them is one pair per tracker in the counts, so its lookups are probed.
+      -- Several trackers, one the key does not own (an account's key over another key's tracker: an
+      -- address on two of them is one pair per tracker in the counts), or a window with a top: the
+      -- lookups of the window are probed.
       v_total := v_total
                - (select count(*) from api_lookups a
-                  where a.api_key_id = p_api_key_id and a.last_seen >= p_since
+                  where a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.last_seen < v_until
                     and exists (select 1 from visitors v
-                                where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since));
+                                where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null
+                                  and v.last_seen >= p_since and v.last_seen < v_until));
+    end if;
+    if p_trackers and p_watched is false then
+      -- Less the window's watched visitors, and the pinned ones below (those both once).
+      v_total := v_total
+               - (select count(*) from visitors v
+                  where v.is_watched and v.identification_id is not null
+                    and v.website_id = any(v_sites) and v.last_seen >= p_since and v.last_seen < v_until);
+    end if;
+    if p_trackers and p_pinned is false then
+      v_total := v_total
+               - (select count(*) from visitors v
+                  where v.is_pinned and v.identification_id is not null
+                    and v.website_id = any(v_sites) and v.last_seen >= p_since and v.last_seen < v_until
+                    and (p_watched is null or not v.is_watched));
     end if;
     -- The page from the newest rows of each part: each tracker's and the lookups', in the page's order.
     v_page := array(
@@ -114,6 +178,7 @@ begin
         cross join lateral (
           select * from visitors v
           where p_trackers and v.website_id = s.id and v.identification_id is not null and v.last_seen >= p_since
+            and v.last_seen < v_until and (p_watched is null or not v.is_watched) and (p_pinned is null or not v.is_pinned)
           order by v.last_seen desc, v.ip
           limit v_reach
         ) v
@@ -122,12 +187,13 @@ begin
           select null::uuid, a.ip, a.last_seen, 'api'::text, a.id, null::timestamptz, null::integer, null::integer,
                  null::bigint, null::boolean, null::integer, null::boolean, null::boolean, null::text
           from api_lookups a
-          where p_api and a.api_key_id = p_api_key_id and a.last_seen >= p_since
+          where p_api and a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.last_seen < v_until
             -- Probed row by row as the page reads them (a scalar subquery, never a hashed subplan:
             -- hashing would read every tracker row of the window for a page of a hundred).
             and (p_trackers is not true or (
               select true from visitors v
-              where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since
+              where v.website_id = any(v_sites) and v.ip = a.ip and v.identification_id is not null
+                and v.last_seen >= p_since and v.last_seen < v_until
               limit 1) is null)
           order by a.last_seen desc, a.ip
           limit v_reach
@@ -146,11 +212,11 @@ begin
         -- The label matches, plus the address matches that are not label matches already.
         select * from visitors v
         where p_trackers and p_pattern is not null and v.label_id = any(v_labels)
-          and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
+          and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since and v.last_seen < v_until
         union all
         select * from visitors v
         where p_trackers and p_address_from is not null and host(v.ip) ~>=~ p_address_from and host(v.ip) ~<~ p_address_to
-          and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since
+          and v.website_id = any(v_sites) and v.identification_id is not null and v.last_seen >= p_since and v.last_seen < v_until
           and (v.label_id is null or v.label_id <> all(v_labels))
       ) v
     ), looked_up as (
@@ -158,20 +224,22 @@ begin
       from (
         -- The same two branches over the key's own lookups.
         select * from api_lookups a
-        where p_api and p_pattern is not null and a.label_id = any(v_labels) and a.api_key_id = p_api_key_id and a.last_seen >= p_since
+        where p_api and p_pattern is not null and a.label_id = any(v_labels) and a.api_key_id = p_api_key_id
+          and a.last_seen >= p_since and a.last_seen < v_until
         union all
         select * from api_lookups a
         where p_api and p_address_from is not null and host(a.ip) ~>=~ p_address_from and host(a.ip) ~<~ p_address_to
-          and a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.label_id <> all(v_labels)
+          and a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.last_seen < v_until and a.label_id <> all(v_labels)
       ) a
     ), matching as (
       select t.website_id, t.ip, t.last_seen, 'tracker'::text as source, t.row_id, t.first_seen, t.visit_count, t.pages_viewed,
              t.active_ms, t.high_intent, t.identified_count, t.is_watched, t.is_pinned, t.crm_status
       from tracked t
+      where (p_watched is null or t.is_watched = p_watched) and (p_pinned is null or t.is_pinned = p_pinned)
       union all
       select null::uuid, l.ip, l.last_seen, 'api'::text, l.row_id, null, null, null, null, null, null, null, null, null
       from looked_up l
-      where not exists (select 1 from tracked t where t.ip = l.ip)
+      where p_watched is not true and p_pinned is not true and not exists (select 1 from tracked t where t.ip = l.ip)
     )
     select (select count(*) from matching),
            array(select row(m.*)::sl_listed_visitor from matching m

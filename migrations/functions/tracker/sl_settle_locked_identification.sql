@@ -3,10 +3,15 @@
  * (sl_settle_identifications: its visitors, then it). p_result is the verdict as identification
  * columns (status `identified` or `failed`).
  *
- * A failed one (no business behind the address) uses nothing. An identified one uses one ID
+ * One a traffic rule of its website excludes (its country, or its company's domain:
+ * sl_traffic_exclusion) is stored as excluded, with the verdict's traffic type, country, domain and
+ * company and the rule's kind, and uses nothing: the ledger is never reached, no event is written,
+ * and no visitor points at it. A failed one (no business behind the address) uses nothing. An
+ * identified one uses one ID
  * (sl_consume_id): consumed (or an account the ledger does not meter) → recorded (the caller then
  * makes it the current identification of every visitor of its unit on the website, in one statement
- * for its batch), and `visitor_identified` written to
+ * for its batch), its `visitor_identified` signal written for the account's integrations
+ * (sl_emit_signal), and `visitor_identified` written to
  * the outbox if the key has a webhook now (with none there is nobody to send it to, ever: an event
  * goes to the webhook set when it was emitted or nowhere, so the row would only keep the visitor's
  * address); anything else (suspended, revoked, canceled, out of IDs, pool exhausted) → nothing is
@@ -25,6 +30,7 @@ declare
   v_owner uuid;
   v_partner uuid;
   v_sent boolean := false;
+  v_excluded text;
 begin
   -- Held already (the caller took it in order); taken here too so a settle is never unlocked.
   select * into i from identifications where id = p_id for update;
@@ -33,6 +39,18 @@ begin
     return;
   end if;
   r := jsonb_populate_record(null::identifications, p_result);
+
+  v_excluded := sl_traffic_exclusion(i.website_id, r.country, case when r.status = 'identified' then r.domain end);
+  if v_excluded is not null then
+    update identifications
+    set status = 'excluded', excluded_by = v_excluded, identified_at = clock_timestamp(), lease_until = null,
+        traffic_type = r.traffic_type, reason = r.reason, confidence = r.confidence, country = r.country,
+        domain = case when r.status = 'identified' then r.domain end,
+        company_name = case when r.status = 'identified' then r.company_name end
+    where id = p_id;
+    return query select 'excluded'::text, null::uuid, null::uuid, false;
+    return;
+  end if;
 
   if r.status = 'failed' then
     update identifications
@@ -63,6 +81,15 @@ begin
   v_partner := coalesce(c.partner_account_id, v_owner);
   if sl_event_has_destination('child', v_partner, i.api_key_id) then
     perform sl_emit(v_partner, i.api_key_id, 'visitor_identified', sl_visitor_identified_data(p_id), 'child');
+    v_sent := true;
+  end if;
+  -- The account's alerts and CRM pushes that take this signal (integrations), in this transaction.
+  if sl_emit_signal(i.website_id, i.ip, 'visitor_identified') > 0 then
+    v_sent := true;
+  end if;
+  -- Of high intent already when identified: that signal too (later ones come from the fold).
+  if exists (select 1 from visitors where website_id = i.website_id and ip = i.ip and high_intent)
+     and sl_emit_signal(i.website_id, i.ip, 'high_intent') > 0 then
     v_sent := true;
   end if;
   return query select c.outcome, c.reload_pool_id, v_partner, v_sent or c.emitted;

@@ -4,7 +4,9 @@
  * destination URL in the minute before the schedule's clock (a retry left out by the cap stays
  * pending and keeps its attempt). Retry claims are serialised by an advisory lock so two replicas
  * cannot both fill the same URL's cap. Events whose destination is gone are settled as
- * no_destination, never sent. Returns what to send, with the sealed secret.
+ * no_destination, never sent. Returns what to send, with the sealed secret. An integration's
+ * delivery has no URL of its own to show: its `url` is sl_integration_url's label (the cap and the
+ * attempts' log go by it), and its secret is the integration's sealed webhook URL or token.
  */
 create or replace function sl_claim_deliveries(
   p_owner uuid, p_now timestamptz, p_limit integer, p_partner uuid, p_first_only boolean, p_retry_cap integer, p_lease_ms integer
@@ -34,10 +36,12 @@ begin
     -- take no index in order, and sorted every due event of the partner for each claim.
     if p_partner is null then
       select array_agg(f.id), array_agg(f.id) filter (where f.url is null) into v_found, v_gone from (
-        select e.id, case e.destination when 'partner' then a.partner_webhook_url when 'account' then a.webhook_url else k.webhook_url end as url
+        select e.id, case e.destination when 'partner' then a.partner_webhook_url when 'account' then a.webhook_url
+          when 'integration' then sl_integration_url(g.kind, g.id, g.status) else k.webhook_url end as url
         from events e
         left join accounts a on a.id = e.partner_account_id
         left join api_keys k on k.id = e.child_api_key_id
+        left join integrations g on g.id = e.integration_id
         where e.delivery_status = 'pending' and e.attempts = 0 and e.next_attempt_at <= v_due
           and (e.lease_until is null or e.lease_until < v_clock) and e.id <> all(v_ids)
         order by e.next_attempt_at, e.seq
@@ -46,10 +50,12 @@ begin
       ) f;
     else
       select array_agg(f.id), array_agg(f.id) filter (where f.url is null) into v_found, v_gone from (
-        select e.id, case e.destination when 'partner' then a.partner_webhook_url when 'account' then a.webhook_url else k.webhook_url end as url
+        select e.id, case e.destination when 'partner' then a.partner_webhook_url when 'account' then a.webhook_url
+          when 'integration' then sl_integration_url(g.kind, g.id, g.status) else k.webhook_url end as url
         from events e
         left join accounts a on a.id = e.partner_account_id
         left join api_keys k on k.id = e.child_api_key_id
+        left join integrations g on g.id = e.integration_id
         where e.partner_account_id = p_partner and e.delivery_status = 'pending' and e.attempts = 0 and e.next_attempt_at <= v_due
           and (e.lease_until is null or e.lease_until < v_clock) and e.id <> all(v_ids)
         order by e.next_attempt_at, e.seq
@@ -73,10 +79,12 @@ begin
       select c.id from events c
       left join accounts a on a.id = c.partner_account_id
       left join api_keys k on k.id = c.child_api_key_id
+      left join integrations g on g.id = c.integration_id
       where c.delivery_status = 'pending' and c.attempts > 0 and c.next_attempt_at <= v_due
         and (c.lease_until is null or c.lease_until < v_clock)
         and (p_partner is null or c.partner_account_id = p_partner)
-        and case c.destination when 'partner' then a.partner_webhook_url when 'account' then a.webhook_url else k.webhook_url end is null
+        and case c.destination when 'partner' then a.partner_webhook_url when 'account' then a.webhook_url
+          when 'integration' then sl_integration_url(g.kind, g.id, g.status) else k.webhook_url end is null
     ) gone
     where e.id = gone.id;
     v_retries := (
@@ -89,6 +97,7 @@ begin
             select case e.destination
               when 'partner' then (select partner_webhook_url from accounts where id = e.partner_account_id)
               when 'account' then (select webhook_url from accounts where id = e.partner_account_id)
+              when 'integration' then (select sl_integration_url(g.kind, g.id, g.status) from integrations g where g.id = e.integration_id)
               else (select webhook_url from api_keys where id = e.child_api_key_id) end as url
           ) dest
           where e.delivery_status = 'pending' and e.attempts > 0 and e.next_attempt_at <= v_due
@@ -120,15 +129,18 @@ begin
     update events e set lease_until = v_clock + p_lease_ms * interval '1 millisecond', lease_owner = p_owner
     from unnest(v_ids) as mine(id)
     where e.id = mine.id and e.delivery_status = 'pending' and (e.lease_until is null or e.lease_until < v_clock)
-    returning e.id, e.event, e.body, e.attempts + 1 as attempt, e.destination, e.partner_account_id, e.child_api_key_id, e.seq
+    returning e.id, e.event, e.body, e.attempts + 1 as attempt, e.destination, e.partner_account_id, e.child_api_key_id, e.integration_id, e.seq
   ), resolved as (
     select c.*, case c.destination
-        when 'partner' then a.partner_webhook_url when 'account' then a.webhook_url else k.webhook_url end as url,
+        when 'partner' then a.partner_webhook_url when 'account' then a.webhook_url
+        when 'integration' then sl_integration_url(g.kind, g.id, g.status) else k.webhook_url end as url,
       case c.destination
-        when 'partner' then a.partner_webhook_secret_sealed when 'account' then a.webhook_secret_sealed else k.webhook_secret_sealed end as secret_sealed
+        when 'partner' then a.partner_webhook_secret_sealed when 'account' then a.webhook_secret_sealed
+        when 'integration' then g.secret_sealed else k.webhook_secret_sealed end as secret_sealed
     from claimed c
     left join accounts a on a.id = c.partner_account_id
     left join api_keys k on k.id = c.child_api_key_id
+    left join integrations g on g.id = c.integration_id
   ), logged as (
     insert into webhook_attempts (event_id, attempt, url, is_retry, claimed_at)
     select r.id, r.attempt, r.url, r.attempt > 1, v_now from resolved r

@@ -1,5 +1,8 @@
--- Writes one event to the outbox with its envelope {event, timestamp, data}.
-create or replace function sl_emit(p_partner uuid, p_child uuid, p_event text, p_data jsonb, p_destination text default 'partner')
+-- Writes one event to the outbox with its envelope {event, timestamp, data}. An integration's
+-- delivery names the integration (p_integration).
+create or replace function sl_emit(
+  p_partner uuid, p_child uuid, p_event text, p_data jsonb, p_destination text default 'partner', p_integration uuid default null
+)
 returns uuid
 language plpgsql as $$
 declare
@@ -11,11 +14,11 @@ begin
     v_at := v_last::timestamptz + interval '1 millisecond';
   end if;
   perform set_config('sl.last_event_at', v_at::text, true);
-  insert into events (partner_account_id, child_api_key_id, destination, event, body, delivery_status, next_attempt_at)
+  insert into events (partner_account_id, child_api_key_id, destination, integration_id, event, body, delivery_status, next_attempt_at)
   values (
-    p_partner, p_child, p_destination, p_event,
+    p_partner, p_child, p_destination, p_integration, p_event,
     jsonb_build_object('event', p_event, 'timestamp', sl_iso(v_at), 'data', p_data)::text,
-    case when sl_event_has_destination(p_destination, p_partner, p_child) then 'pending' else 'no_destination' end,
+    case when sl_event_has_destination(p_destination, p_partner, p_child, p_integration) then 'pending' else 'no_destination' end,
     now()
   )
   returning id into v_id;

@@ -658,7 +658,21 @@ const INSTALL_POLL_MS = 3000;
 /** Whether the child's tracker has sent a page view, asked again until one arrives (partner-install-check). */
 function InstallStatus({ apiKey, id }: { apiKey: string; id: string }) {
   const [check, setCheck] = useState<InstallCheck | null>(null);
+  const [inspected, setInspected] = useState<InstallCheck | null>(null);
+  const [inspecting, setInspecting] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  // Reading the site's page is a request from the server to the site: asked for, not polled.
+  const inspect = async () => {
+    setInspecting(true);
+    try {
+      setInspected(await call<InstallCheck>(apiKey, 'partner-install-check', { query: { child_api_key_id: id, inspect: 'true' } }));
+      setError(null);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setInspecting(false);
+    }
+  };
   useEffect(() => {
     let live = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -694,16 +708,26 @@ function InstallStatus({ apiKey, id }: { apiKey: string; id: string }) {
           <>
             <p class="waiting-state">Waiting for the first page view. This updates by itself once one arrives.</p>
             {check.bot_beacons_24h > 0 && <p>{num(check.bot_beacons_24h)} beacons arrived from bots in the last 24 hours; they are not counted.</p>}
-            <p>If none arrives after you open a page of the site, the likely causes:</p>
-            <ul>
-              <li>The snippet is missing from the page’s &lt;head&gt;, or the page is served from a cache made before it was added.</li>
-              <li>
-                The site’s Content-Security-Policy does not allow the script and its beacons: add this API’s origin to script-src and connect-src.
-              </li>
-              <li>Consent mode is on and the visitor has not consented yet (the site’s banner calls sightline.grant()).</li>
-              <li>The browser sends Do Not Track or Global Privacy Control, which the tracker honours.</li>
-              <li>An ad or tracking blocker in the browser stops the script.</li>
+            <p>If none arrives after you open a page of the site, the likely causes, most likely first:</p>
+            <ul data-causes>
+              {(inspected ?? check).likely_causes.map((c) => (
+                <li key={c.code} data-cause={c.code}>
+                  {c.message}
+                </li>
+              ))}
             </ul>
+            <button type="button" onClick={inspect} disabled={inspecting}>
+              {inspecting ? 'Reading the site’s page…' : 'Check the site’s page'}
+            </button>
+            {inspected?.page && (
+              <p data-page-status>
+                {inspected.page.error
+                  ? `${inspected.page.url}: ${inspected.page.error}.`
+                  : `${inspected.page.url}: the snippet is ${inspected.page.snippet_found ? 'there' : 'not there'}; its Content-Security-Policy ${
+                      inspected.page.script_allowed === false || inspected.page.beacons_allowed === false ? 'blocks the tracker' : 'lets it run'
+                    }.`}
+              </p>
+            )}
           </>
         )}
       </div>

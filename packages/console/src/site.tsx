@@ -2,10 +2,13 @@ import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
 import { call } from './api.ts';
 import { duration, num, utcDay, when } from './format.ts';
+import { Integrations } from './integrations.tsx';
 import { Layout } from './layout.tsx';
 import { useLoad } from './route.ts';
+import { TrafficRules } from './traffic-rules.tsx';
 import type { KeyUsage, Visitor, VisitorStats, VisitorsPage } from './types.ts';
 import { ErrorNote, Pager, TableWrap, UsageBar } from './ui.tsx';
+import { ExportButton, MarkToggles } from './visitor-actions.tsx';
 
 interface ViewProps {
   apiKey: string;
@@ -36,6 +39,8 @@ export function SiteView({ apiKey, route, onSignOut }: ViewProps) {
     <Layout title="Visitors" nav={nav} onSignOut={onSignOut}>
       <Usage apiKey={apiKey} />
       <Visitors apiKey={apiKey} />
+      <TrafficRules apiKey={apiKey} />
+      <Integrations apiKey={apiKey} />
     </Layout>
   );
 }
@@ -81,6 +86,10 @@ const MIX: { key: keyof VisitorStats['traffic_mix']; label: string }[] = [
   { key: 'government', label: 'Government' },
   { key: 'unknown', label: 'Unknown' },
   { key: 'bots', label: 'Bots (excluded)' },
+  { key: 'excluded_cidr', label: 'Excluded: addresses' },
+  { key: 'excluded_domain', label: 'Excluded: company domains' },
+  { key: 'excluded_path', label: 'Excluded: page paths' },
+  { key: 'excluded_country', label: 'Excluded: countries' },
 ];
 
 /** Identified companies per day (SVG bars) and the traffic mix that explains them (visitor-stats). */
@@ -164,14 +173,32 @@ function Visitors({ apiKey }: { apiKey: string }) {
 function Feed({ apiKey, range, setRange }: { apiKey: string; range: string; setRange: (r: string) => void }) {
   const [search, setSearch] = useState('');
   const [source, setSource] = useState('all');
+  const [marked, setMarked] = useState('');
+  // A range of UTC days (YYYY-MM-DD, both included); empty: the Seen range, up to now.
+  const [from, setFrom] = useState('');
+  const [to, setTo] = useState('');
   const [offset, setOffset] = useState(0);
   const days = RANGES.find((r) => r.value === range)?.days ?? 30;
-  const { data, error } = useLoad(async () => {
-    const since = new Date(Date.now() - days * 86_400_000).toISOString();
-    const page = await call<VisitorsPage>(apiKey, 'list-visitors', { query: { search: search.trim(), source, since, limit: PAGE, offset } });
+  // The feed's filter, which the export downloads as it is (the range's start is fixed when it changes).
+  const [rangeStart, setRangeStart] = useState(() => Date.now());
+  const filter: Record<string, string | undefined> = {
+    search: search.trim(),
+    source,
+    since: from ? `${from}T00:00:00.000Z` : new Date(rangeStart - days * 86_400_000).toISOString(),
+    until: to ? new Date(Date.parse(`${to}T00:00:00.000Z`) + 86_400_000).toISOString() : undefined,
+    watched: marked === 'watched' ? 'true' : undefined,
+    pinned: marked === 'pinned' ? 'true' : undefined,
+  };
+  const { data, error, reload } = useLoad(async () => {
+    const page = await call<VisitorsPage>(apiKey, 'list-visitors', { query: { ...filter, limit: PAGE, offset } });
     for (const v of page.visitors) seen.set(v.raw_id, v);
     return page;
-  }, [apiKey, search, source, days, offset]);
+  }, [apiKey, search, source, days, offset, marked, from, to, rangeStart]);
+  const refilter = (set: () => void) => {
+    set();
+    setOffset(0);
+    setRangeStart(Date.now());
+  };
   return (
     <section class="card" aria-labelledby="feed-h">
       <h2 id="feed-h">Identified visitors</h2>
@@ -182,21 +209,12 @@ function Feed({ apiKey, range, setRange }: { apiKey: string; range: string; setR
             type="search"
             value={search}
             placeholder="Company, domain or address"
-            onChange={(e) => {
-              setSearch(e.currentTarget.value);
-              setOffset(0);
-            }}
+            onChange={(e) => refilter(() => setSearch(e.currentTarget.value))}
           />
         </label>
         <label>
           Source
-          <select
-            value={source}
-            onChange={(e) => {
-              setSource(e.currentTarget.value);
-              setOffset(0);
-            }}
-          >
+          <select value={source} onChange={(e) => refilter(() => setSource(e.currentTarget.value))}>
             <option value="all">All</option>
             <option value="tracker">Tracker</option>
             <option value="api">API lookups</option>
@@ -204,13 +222,7 @@ function Feed({ apiKey, range, setRange }: { apiKey: string; range: string; setR
         </label>
         <label>
           Seen
-          <select
-            value={range}
-            onChange={(e) => {
-              setRange(e.currentTarget.value);
-              setOffset(0);
-            }}
-          >
+          <select value={range} onChange={(e) => refilter(() => setRange(e.currentTarget.value))}>
             {RANGES.map((r) => (
               <option key={r.value} value={r.value}>
                 {r.label}
@@ -218,7 +230,25 @@ function Feed({ apiKey, range, setRange }: { apiKey: string; range: string; setR
             ))}
           </select>
         </label>
+        <label>
+          From
+          <input type="date" value={from} max={to || undefined} onChange={(e) => refilter(() => setFrom(e.currentTarget.value))} />
+        </label>
+        <label>
+          To
+          <input type="date" value={to} min={from || undefined} onChange={(e) => refilter(() => setTo(e.currentTarget.value))} />
+        </label>
+        <label>
+          Marked
+          <select value={marked} onChange={(e) => refilter(() => setMarked(e.currentTarget.value))}>
+            <option value="">All visitors</option>
+            <option value="watched">Watched</option>
+            <option value="pinned">Pinned</option>
+          </select>
+        </label>
+        <ExportButton apiKey={apiKey} query={filter} />
       </form>
+      <p class="hint">From and To are UTC days, both included; they take the place of Seen.</p>
       <ErrorNote error={error} />
       {!data && !error && <p>Loading visitors…</p>}
       {data && (
@@ -228,6 +258,7 @@ function Feed({ apiKey, range, setRange }: { apiKey: string; range: string; setR
               <thead>
                 <tr>
                   <th scope="col">Company</th>
+                  <th scope="col">Watch / pin</th>
                   <th scope="col">Domain</th>
                   <th scope="col">Country</th>
                   <th scope="col">Pages</th>
@@ -242,6 +273,9 @@ function Feed({ apiKey, range, setRange }: { apiKey: string; range: string; setR
                   <tr key={v.raw_id}>
                     <td>
                       <a href={`#/visitor/${encodeURIComponent(v.ip)}/${encodeURIComponent(v.raw_id)}`}>{v.display_name || v.company_name}</a>
+                    </td>
+                    <td>
+                      <MarkToggles apiKey={apiKey} visitor={v} onMarked={marked ? reload : () => {}} />
                     </td>
                     <td>{v.domain || '—'}</td>
                     <td>{v.country ?? '—'}</td>

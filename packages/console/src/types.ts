@@ -116,6 +116,8 @@ export interface Visitor {
   high_intent: boolean;
   raw_id: string;
   sites_visited: string[];
+  is_watched: boolean;
+  is_pinned: boolean;
 }
 
 export interface VisitorsPage {
@@ -140,7 +142,21 @@ export interface VisitorStats {
   since: string;
   until: string;
   identified_per_day: { day: string; companies: number }[];
-  traffic_mix: Record<'business' | 'isp' | 'hosting' | 'vpn' | 'education' | 'government' | 'unknown' | 'bots', number>;
+  traffic_mix: Record<
+    | 'business'
+    | 'isp'
+    | 'hosting'
+    | 'vpn'
+    | 'education'
+    | 'government'
+    | 'unknown'
+    | 'bots'
+    | 'excluded_cidr'
+    | 'excluded_domain'
+    | 'excluded_path'
+    | 'excluded_country',
+    number
+  >;
 }
 
 export interface InstallCheck {
@@ -148,4 +164,13 @@ export interface InstallCheck {
   last_page_view_at: string | null;
   page_views_24h: number;
   bot_beacons_24h: number;
+  page: {
+    url: string;
+    status: number | null;
+    error: string | null;
+    snippet_found: boolean | null;
+    script_allowed: boolean | null;
+    beacons_allowed: boolean | null;
+  } | null;
+  likely_causes: { code: string; message: string }[];
 }

@@ -12,6 +12,7 @@ export * from './compose/index.ts';
 export * from './drivers/index.ts';
 export * from './http/index.ts';
 export * from './icp/index.ts';
+export * from './integrations/index.ts';
 export * from './ip/index.ts';
 export * from './kernel/index.ts';
 export * from './ledger/index.ts';

@@ -42,6 +42,7 @@ function wrap(pg: PgliteLike, root: boolean): Sql & { exec(script: string): Prom
     return result.rows;
   };
   return Object.assign(run, {
+    cursor: cursorOn(pg),
     begin: <T>(fn: (tx: Sql) => Promise<T>): Promise<T> => {
       if (root) return (pg as PGlite).transaction((tx) => fn(wrap(tx, false)));
       // Already inside a transaction: run inline (PGlite has one connection; savepoints are not needed
@@ -52,6 +53,38 @@ function wrap(pg: PgliteLike, root: boolean): Sql & { exec(script: string): Prom
       await pg.exec(script);
     },
   });
+}
+
+/** Names the cursors of the one connection apart. */
+let cursors = 0;
+
+/**
+ * A cursor on PGlite's one connection: declared WITH HOLD outside a transaction, so that the rows
+ * are fetched `size` at a time by separate statements and other queries run in between (a cursor
+ * inside a transaction would hold the connection, and every other request, until the reader is
+ * done). The server keeps the result (spilled to its files past work_mem); this process holds one
+ * batch. Closed when the reader finishes or leaves early.
+ */
+function cursorOn(pg: PgliteLike) {
+  return <T extends object>(size: number) =>
+    (strings: TemplateStringsArray, ...values: SqlValue[]): AsyncIterable<T[]> => ({
+      async *[Symbol.asyncIterator]() {
+        if (!Number.isInteger(size) || size < 1) throw new Error('a cursor reads at least one row at a time');
+        const name = `sl_cursor_${++cursors}`;
+        await turn();
+        await pg.query(`declare ${name} no scroll cursor with hold for ${toText(strings)}`, values);
+        try {
+          for (;;) {
+            await turn();
+            const { rows } = await pg.query<T>(`fetch forward ${size} from ${name}`);
+            if (rows.length > 0) yield rows;
+            if (rows.length < size) return;
+          }
+        } finally {
+          await pg.query(`close ${name}`);
+        }
+      },
+    });
 }
 
 /**

@@ -53,7 +53,7 @@ class AnswerCutShort extends Error {
  * undici calls just before writing it). A receiver that answers each request in 6 s of a 10 s
  * budget is then never blamed for time spent in our own queue. A request given up on while queued
  * fails at once, and is aborted when undici dequeues it, before a byte is written. Only the first
- * RECEIVER_ANSWER_MAX_BYTES of an answer are read; a longer body ends its connection instead of
+ * RECEIVER_ANSWER_MAX_BYTES of an answer (or the request's `maxAnswerBytes`) are read; a longer body ends its connection instead of
  * returning it to the pool half-read, and so does a body still arriving when the timeout is up.
  */
 export function createNodeWebhookTransport(
@@ -98,7 +98,7 @@ export function createNodeWebhookTransport(
       if (refused) throw new Error(`refused to connect: ${refused}`);
       const agent = await agentFor();
       return new Promise((resolve, reject) => {
-        const exchange = new Exchange(connectionWaitMs, init.timeoutMs, resolve, reject);
+        const exchange = new Exchange(connectionWaitMs, init.timeoutMs, resolve, reject, init.maxAnswerBytes ?? RECEIVER_ANSWER_MAX_BYTES);
         try {
           agent.dispatch(
             {
@@ -129,6 +129,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #reason: Error | undefined;
   #controller: Dispatcher.DispatchController | undefined;
   #status: number | undefined;
+  #headers: Record<string, string> = {};
   #chunks: Buffer[] = [];
   #size = 0;
   #waitTimer: ReturnType<typeof setTimeout> | undefined;
@@ -137,8 +138,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   constructor(
     waitMs: number,
     private readonly timeoutMs: number,
-    private readonly resolve: (answer: { status: number; body: string }) => void,
+    private readonly resolve: (answer: { status: number; body: string; headers: Record<string, string> }) => void,
     private readonly reject: (err: unknown) => void,
+    private readonly maxBytes: number,
   ) {
     this.#waitTimer = setTimeout(() => this.fail(new ConnectionWaitError(waitMs)), waitMs);
   }
@@ -155,8 +157,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     }, this.timeoutMs);
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
-    if (statusCode >= 200) this.#status = statusCode;
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (statusCode < 200) return;
+    this.#status = statusCode;
+    for (const [name, value] of Object.entries(headers)) {
+      if (value !== undefined) this.#headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+    }
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -164,7 +170,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#chunks.push(chunk);
     this.#size += chunk.byteLength;
     // Past the cap: the rest is never read, and the connection goes rather than back to the pool half-read.
-    if (this.#size > RECEIVER_ANSWER_MAX_BYTES) this.#answer(this.#body(), true);
+    if (this.#size > this.maxBytes) this.#answer(this.#body(), true);
   }
 
   onResponseEnd(): void {
@@ -190,7 +196,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #answer(body: string, cut: boolean): void {
     this.#settle();
     if (cut) this.#controller?.abort(new AnswerCutShort());
-    this.resolve({ status: this.#status ?? 0, body });
+    this.resolve({ status: this.#status ?? 0, body, headers: this.#headers });
   }
 
   #settle(): void {
@@ -201,6 +207,6 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   #body(): string {
     const all = this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks);
-    return decoder.decode(all.subarray(0, RECEIVER_ANSWER_MAX_BYTES));
+    return decoder.decode(all.subarray(0, this.maxBytes));
   }
 }

@@ -66,8 +66,8 @@ function denoWebhookTransport(allowPrivate: boolean): WebhookTransport {
         signal: AbortSignal.timeout(init.timeoutMs),
       });
       // The status is the answer; a body that stalls or breaks afterwards leaves it standing.
-      const prefix = await readBodyTextPrefix(res, RECEIVER_ANSWER_MAX_BYTES).catch(() => null);
-      return { status: res.status, body: prefix?.text ?? '' };
+      const prefix = await readBodyTextPrefix(res, init.maxAnswerBytes ?? RECEIVER_ANSWER_MAX_BYTES).catch(() => null);
+      return { status: res.status, body: prefix?.text ?? '', headers: Object.fromEntries(res.headers) };
     },
   };
 }

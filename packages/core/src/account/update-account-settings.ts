@@ -7,7 +7,14 @@ import { WebhookSecret, whenGiven } from '../kernel/schemas.ts';
 import { normaliseTrackerDomain } from '../tracker/normalise-tracker-domain.ts';
 
 /** The settings, in the order `updated_fields` lists them. */
-export const SETTINGS_FIELDS = ['webhook_url', 'webhook_secret', 'auto_reload_enabled', 'auto_reload_threshold', 'allowed_domains'] as const;
+export const SETTINGS_FIELDS = [
+  'webhook_url',
+  'webhook_secret',
+  'auto_reload_enabled',
+  'auto_reload_threshold',
+  'allowed_domains',
+  'return_quiet_days',
+] as const;
 export type SettingsField = (typeof SETTINGS_FIELDS)[number];
 /** Spec: allowed_domains holds at most 5 entries. */
 export const MAX_ALLOWED_DOMAINS = 5;
@@ -45,6 +52,15 @@ export const UpdateSettingsInput = z
       .openapi({
         description:
           'Bare hosts (example.com, shop.example.com) the account’s trackers accept page views from, each with its subdomains; folded to lower case and de-duplicated. Non-empty, it replaces the default (each website’s own domain); [] restores the default. URLs, ports, paths and wildcards are refused.',
+      }),
+    return_quiet_days: z
+      .number(whenGiven('must be a number'))
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(365, 'must be at most 365')
+      .optional()
+      .openapi({
+        description: 'Addition: days an identified visitor must have been away for its next visit to send `visitor_returned` (default 7).',
       }),
   })
   .strict()
@@ -110,7 +126,8 @@ export async function updateAccountSettings({ ctx, input }: VerbArgs<UpdateSetti
         ${input.auto_reload_enabled !== undefined}, ${input.auto_reload_enabled ?? null},
         ${input.auto_reload_threshold !== undefined}, ${input.auto_reload_threshold ?? null},
         ${domains !== null},
-        array(select d.value from jsonb_array_elements_text(${JSON.stringify(domains ?? [])}::text::jsonb) with ordinality d order by d.ordinality)
+        array(select d.value from jsonb_array_elements_text(${JSON.stringify(domains ?? [])}::text::jsonb) with ordinality d order by d.ordinality),
+        ${input.return_quiet_days !== undefined}, ${input.return_quiet_days ?? null}
       ) as reload`,
   );
   // A reload delivers the account's events once it has charged; without one, credits.low (when

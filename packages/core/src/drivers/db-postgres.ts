@@ -15,6 +15,11 @@ function wrap(pg: PgSql): Sql & { exec(script: string): Promise<void> } {
   const run = <T extends object>(strings: TemplateStringsArray, ...values: SqlValue[]): Promise<T[]> =>
     pg(strings, ...(values as postgres.ParameterOrFragment<never>[])) as unknown as Promise<T[]>;
   return Object.assign(run, {
+    // postgres.js reads a cursor on one reserved connection (in a transaction, its own), a portal executed `size` rows at a time.
+    cursor:
+      <T extends object>(size: number) =>
+      (strings: TemplateStringsArray, ...values: SqlValue[]): AsyncIterable<T[]> =>
+        pg(strings, ...(values as postgres.ParameterOrFragment<never>[])).cursor(size) as unknown as AsyncIterable<T[]>,
     begin: <T>(fn: (tx: Sql) => Promise<T>): Promise<T> => {
       if (!('begin' in pg)) {
         // Nested transaction: a savepoint keeps the caller's transaction intact on failure.

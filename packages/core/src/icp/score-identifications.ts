@@ -67,16 +67,35 @@ function scoreAll(subjects: readonly Subject[], icps: readonly ActiveIcp[]): Sco
   );
 }
 
+/**
+ * Writes the scores; a score that qualifies where it did not before (new, or below the threshold
+ * until now) is the `icp_qualified` signal for the account's integrations, once per identification
+ * and ICP, in the same statement.
+ */
 async function storeScores(tx: Sql, rows: readonly ScoreRow[]): Promise<void> {
   if (!rows.length) return;
   await tx`
-    insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary, scored_at)
-    select s.identification_id, s.icp_id, s.score, s.qualified, s.ai_summary, now()
-    from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
-      as s (identification_id uuid, icp_id uuid, score smallint, qualified boolean, ai_summary text)
-    order by s.identification_id, s.icp_id
-    on conflict (identification_id, icp_id) do update
-      set score = excluded.score, qualified = excluded.qualified, ai_summary = excluded.ai_summary, scored_at = excluded.scored_at`;
+    with s as (
+      select * from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb)
+        as s (identification_id uuid, icp_id uuid, score smallint, qualified boolean, ai_summary text)
+    ),
+    before as (
+      select p.identification_id, p.icp_id from icp_scores p join s using (identification_id, icp_id) where p.qualified
+    ),
+    stored as (
+      insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary, scored_at)
+      select s.identification_id, s.icp_id, s.score, s.qualified, s.ai_summary, now()
+      from s
+      order by s.identification_id, s.icp_id
+      on conflict (identification_id, icp_id) do update
+        set score = excluded.score, qualified = excluded.qualified, ai_summary = excluded.ai_summary, scored_at = excluded.scored_at
+      returning identification_id, icp_id, score, qualified
+    )
+    select count(sl_emit_signal(i.website_id, i.ip, 'icp_qualified', jsonb_build_object('name', c.name, 'score', t.score)))
+    from stored t
+    join identifications i on i.id = t.identification_id
+    join icps c on c.id = t.icp_id
+    where t.qualified and not exists (select 1 from before b where b.identification_id = t.identification_id and b.icp_id = t.icp_id)`;
 }
 
 /**

@@ -15,6 +15,13 @@ export interface Sql {
   <T extends object = Row>(strings: TemplateStringsArray, ...values: SqlValue[]): Promise<T[]>;
   /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
   begin<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
+  /**
+   * A query read through a cursor, `size` rows at a time: each batch is fetched from the server when
+   * the previous one has been consumed, so a result of any length never sits in this process's
+   * memory. Leaving the loop early (break, throw) closes the cursor. Use for reads that stream out
+   * (visitors-export); a page is read with the plain template.
+   */
+  cursor<T extends object = Row>(size: number): (strings: TemplateStringsArray, ...values: SqlValue[]) => AsyncIterable<T[]>;
 }
 
 export interface Database extends Sql {

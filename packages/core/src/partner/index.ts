@@ -2,6 +2,7 @@ export { AdoptExistingKeyInput, AdoptedChild, adoptExistingKey } from './adopt-e
 export { CheckInstallInput, checkInstall, InstallCheck } from './check-install.ts';
 export { CreateChildKeyInput, CreatedChild, createChildKey } from './create-child-key.ts';
 export { getPoolState, PoolState } from './get-pool-state.ts';
+export { cspAllows, PageInspection } from './inspect-install-page.ts';
 export { ChildrenPage, ListChildrenInput, listChildren } from './list-children.ts';
 export { ListPartnerEventsInput, listPartnerEvents, PartnerEvents } from './list-partner-events.ts';
 export { ConsoleBrand, readConsoleBrand } from './read-console-brand.ts';

@@ -24,6 +24,8 @@ export interface IdentificationReport {
   identified: number;
   /** Resolved to no business (vpn, hosting, isp, education, government, unknown): no ID used. */
   failed: number;
+  /** A traffic rule of the website excluded the verdict's country or company (traffic-rules.ts): no ID used. */
+  excluded: number;
   /** Not identified: the key is suspended or revoked, or out of IDs (nothing used). */
   dropped: number;
   /** Given back after a lookup error, claimable again a minute per attempt later. */
@@ -74,11 +76,15 @@ const isBusiness = (v: Verdict): boolean => v.identified && v.traffic_type === '
 /**
  * The person behind a US visitor's company address, when the deployment has a person matcher and
  * it finds one. Nobody else is ever matched: an EU (or any non-US) visitor is identified as a
- * company, and the matcher is not even asked. A matcher that fails leaves a company identification.
+ * company, and the matcher is not even asked; nor is it for a company or country a traffic rule of
+ * the website excludes (the settle stores that one as excluded). A matcher that fails leaves a
+ * company identification.
  */
-async function personFor(ctx: CoreDeps, v: Verdict): Promise<PersonMatch | null> {
+async function personFor(ctx: CoreDeps, v: Verdict, excluded: () => Promise<boolean>): Promise<PersonMatch | null> {
   const matcher = ctx.ip?.personMatch;
   if (!matcher || v.country_code !== 'US' || !v.domain) return null;
+  // A company the website excludes is never identified: nobody is looked up behind it.
+  if (await excluded()) return null;
   try {
     return await matcher.matchPerson({ ip: v.ip, domain: v.domain }, AbortSignal.timeout(ctx.ip?.providerTimeoutMs ?? 3000));
   } catch (err) {
@@ -99,6 +105,34 @@ interface Claim {
   report: IdentificationReport;
   /** Partners whose new events the claim's end dispatches. */
   partners: Set<string>;
+  /** Whether a country or domain rule of the identification's website excludes the verdict (read once per claim). */
+  excludes: (identificationId: string, v: Verdict) => Promise<boolean>;
+}
+
+/**
+ * The country and domain rules that apply to each claimed identification's website, read in one
+ * statement for the claim when first asked (only the person match asks: the settle applies the rules
+ * itself, in sl_settle_locked_identification). Matched as sl_traffic_exclusion matches them.
+ */
+function claimExclusions(ctx: CoreDeps, ids: string[]): Claim['excludes'] {
+  let rules: Promise<Map<string, { kind: string; value: string }[]>> | undefined;
+  return async (id, v) => {
+    rules ??= ctx.db<{ id: string; kind: string; value: string }>`
+      select i.id::text as id, r.kind, r.value
+      from identifications i
+      join websites w on w.id = i.website_id
+      join api_keys k on k.id = w.api_key_id
+      join traffic_rules r on r.website_id = w.id or (r.website_id is null and r.account_id = k.account_id)
+      where i.id = any(string_to_array(${ids.join(',')}, ',')::uuid[]) and r.kind in ('country', 'domain')`.then((rows) => {
+      const byId = new Map<string, { kind: string; value: string }[]>();
+      for (const r of rows) byId.set(r.id, [...(byId.get(r.id) ?? []), r]);
+      return byId;
+    });
+    const domain = v.domain?.toLowerCase() ?? '';
+    return ((await rules).get(id) ?? []).some(
+      (r) => (r.kind === 'country' && r.value === v.country_code) || (r.kind === 'domain' && (domain === r.value || domain.endsWith(`.${r.value}`))),
+    );
+  };
 }
 
 /**
@@ -170,13 +204,14 @@ async function identifyOne(ctx: CoreDeps, claim: Claim, row: Claimed, settling: 
   }
   const v = resolution.verdict;
   // The person lookup is a paid call: only for a key that can still use an ID (asked once per claim).
-  const person = isBusiness(v) && (await claim.canPay(row.api_key_id)) ? await personFor(ctx, v) : null;
+  const person = isBusiness(v) && (await claim.canPay(row.api_key_id)) ? await personFor(ctx, v, () => claim.excludes(row.id, v)) : null;
   // A fresh lookup is cached for the account (the reserved ranges are not worth a row).
   const cache = resolution.source === 'lookup' ? v : null;
   handOver(
     settling,
     settle({ id: row.id, apiKeyId: row.api_key_id, result: resultOf(v, person), cache }).then((settled) => {
       if (settled.outcome === 'failed') report.failed++;
+      else if (settled.outcome === 'excluded') report.excluded++;
       else if (settled.outcome === 'consumed' || settled.outcome === 'not_metered') report.identified++;
       else if (settled.outcome !== 'settled') report.dropped++;
       if (settled.emitted && settled.partner_account_id) partners.add(settled.partner_account_id);
@@ -199,7 +234,7 @@ export async function identifyVisitors({
   ctx,
   input,
 }: VerbArgs<{ batchSize?: number; maxClaims?: number; leaseMs?: number }, CoreDeps>): Promise<IdentificationReport> {
-  const report: IdentificationReport = { identified: 0, failed: 0, dropped: 0, retried: 0, claims: 0 };
+  const report: IdentificationReport = { identified: 0, failed: 0, excluded: 0, dropped: 0, retried: 0, claims: 0 };
   // A deployment without the IP data identifies nobody; the identifications wait for one that has it.
   // A server still loading its data finishes that first.
   const ipDeps = ctx.ip ?? (await ctx.ipLoading);
@@ -218,6 +253,10 @@ export async function identifyVisitors({
       settle,
       report,
       partners: new Set<string>(),
+      excludes: claimExclusions(
+        ctx,
+        claimed.map((r) => r.id),
+      ),
       // One statement for the claim's cached results, not one per visitor.
       stored: await readStoredResults(
         ctx,

@@ -5,7 +5,7 @@ import { PageLimit, PageOffset, QueryBoolean, Timestamp, Uuid, whenGiven } from 
 
 export const ListIdentificationsInput = z.object({
   website_id: Uuid.openapi({ description: 'A website of the key’s account' }),
-  status: z.enum(['pending', 'identified', 'failed'], whenGiven('must be pending, identified or failed')).optional(),
+  status: z.enum(['pending', 'identified', 'failed', 'excluded'], whenGiven('must be pending, identified, failed or excluded')).optional(),
   type: z.enum(['individual', 'company'], whenGiven('must be individual or company')).optional(),
   qualified: QueryBoolean.optional().openapi({
     type: 'boolean',
@@ -23,7 +23,9 @@ export const Identification = z
       .enum(['individual', 'company'])
       .nullable()
       .openapi({ description: 'Null until identified (pending, or failed: no business behind the address)' }),
-    status: z.enum(['pending', 'identified', 'failed']).openapi({ description: 'pending → identified | failed' }),
+    status: z.enum(['pending', 'identified', 'failed', 'excluded']).openapi({
+      description: 'pending → identified | failed | excluded (a traffic rule of the website excluded its country or company: no ID used)',
+    }),
     identified_at: Timestamp.nullable().openapi({ description: 'When it was settled (identified or failed); null while pending' }),
     individual: z
       .object({ linkedin_url: z.string(), linkedin_name: z.string(), linkedin_title: z.string().nullable(), linkedin_company: z.string().nullable() })

@@ -1,22 +1,38 @@
 import { z } from '@hono/zod-openapi';
 import type { KeyRecord, VerbArgs } from '../kernel/context.ts';
 import { badRequest } from '../kernel/errors.ts';
-import { PageLimit, PageOffset, QueryInstant, Timestamp, whenGiven } from '../kernel/schemas.ts';
+import { PageLimit, PageOffset, QueryBoolean, QueryInstant, Timestamp, whenGiven } from '../kernel/schemas.ts';
 import { normaliseTrackerDomain } from './normalise-tracker-domain.ts';
 
 const DEFAULT_WINDOW_DAYS = 30;
 
-export const ListVisitorsInput = z.object({
+/** What list-visitors and visitors-export filter on: the same rows, paged or streamed whole. */
+export const VisitorsFilter = z.object({
   tracker_site: z
     .string()
     .max(253)
     .optional()
     .openapi({ description: 'One registered tracker domain; omitted means every tracker the key can access' }),
   since: QueryInstant.optional().openapi({ description: 'Earliest last_seen included; default the last 30 days' }),
+  until: QueryInstant.optional().openapi({ description: 'The top of the range: last_seen before it (exclusive); default none' }),
   source: z.enum(['all', 'tracker', 'api'], whenGiven('must be all, tracker or api')).default('all'),
   search: z.string().max(200, 'must be at most 200 characters').optional().openapi({
     description: 'Case-insensitive: a display name, company or domain containing the term, or an address beginning with it',
   }),
+  watched: QueryBoolean.optional().openapi({
+    type: 'string',
+    enum: ['true', 'false'],
+    description: 'Only watched visitors (true) or only the others (false); api rows are never watched',
+  }),
+  pinned: QueryBoolean.optional().openapi({
+    type: 'string',
+    enum: ['true', 'false'],
+    description: 'Only pinned visitors (true) or only the others (false); api rows are never pinned. Pinned rows are not sorted first',
+  }),
+});
+export type VisitorsFilter = z.infer<typeof VisitorsFilter>;
+
+export const ListVisitorsInput = VisitorsFilter.extend({
   limit: PageLimit.default(100),
   offset: PageOffset.default(0),
 });
@@ -56,9 +72,9 @@ export const VisitorRow = z
     is_watched: z.boolean(),
     is_pinned: z.boolean(),
     crm_status: z
-      .enum(['new', 'contacted', 'qualified', 'customer', 'disqualified'])
+      .enum(['pushed', 'failed'])
       .nullable()
-      .openapi({ description: 'Dashboard state; null until set' }),
+      .openapi({ description: 'What the CRM push (an integration) did with the company: null until pushed' }),
   })
   .openapi('VisitorRow');
 export type VisitorRow = z.infer<typeof VisitorRow>;
@@ -93,13 +109,57 @@ const escapeLike = (term: string) => term.toLowerCase().replace(/[\\%_]/g, (c) =
 /** Text that can begin an address as Postgres writes it (IPv4 dotted, IPv6 hex and colons). */
 const ADDRESS_START = /^[0-9a-f.:]+$/i;
 
+/** A filter as sl_list_visitors and sl_export_visitors take it; 400 for a range off the calendar they can read. */
+export interface ListingFilter {
+  site: string | null;
+  since: Date;
+  until: Date | null;
+  /** A LIKE pattern (lower case) for the labels containing the search term. */
+  pattern: string | null;
+  /** An address-like term as the range of address texts that begin with it. */
+  addressFrom: string | null;
+  addressTo: string | null;
+  trackers: boolean;
+  api: boolean;
+  watched: boolean | null;
+  pinned: boolean | null;
+}
+
+export function listingFilter(input: VisitorsFilter): ListingFilter {
+  const site = input.tracker_site === undefined ? null : normaliseTrackerDomain(input.tracker_site, 'tracker_site');
+  const since = input.since ? new Date(input.since) : new Date(Date.now() - DEFAULT_WINDOW_DAYS * 86_400_000);
+  if (since.getUTCFullYear() < 1970 || since.getUTCFullYear() > 9999) throw badRequest('since must be between 1970 and 9999');
+  const until = input.until ? new Date(input.until) : null;
+  if (until && (until.getUTCFullYear() < 1970 || until.getUTCFullYear() > 9999)) throw badRequest('until must be between 1970 and 9999');
+  if (until && until <= since) throw badRequest('until must be after since (by default 30 days ago)');
+  const term = input.search?.trim() ?? '';
+  // An address-like term as the range of address texts that begin with it: [term, term with its last
+  // character raised by one). The characters an address can hold never end the alphabet, so raising
+  // the last one is always another character.
+  const addressFrom = ADDRESS_START.test(term) ? term.toLowerCase() : null;
+  return {
+    site,
+    since,
+    until,
+    pattern: term ? `%${escapeLike(term)}%` : null,
+    addressFrom,
+    addressTo: addressFrom && addressFrom.slice(0, -1) + String.fromCharCode(addressFrom.charCodeAt(addressFrom.length - 1) + 1),
+    trackers: input.source !== 'api',
+    api: input.source !== 'tracker',
+    watched: input.watched ?? null,
+    pinned: input.pinned ?? null,
+  };
+}
+
 /**
  * list-visitors: the identified visitors of the trackers the key can access (its account's — a
  * child's own, or a partner's own direct trackers for its master key; only its own for a key scoped
  * to its websites, such as a released child's, which sl_list_visitors reads from the key's row) and, for `source` all/api,
  * the key's own identified ip-to-company / ip-to-best-fit lookups. An address the trackers saw is
  * listed once as a tracker row, not again as an api row. Newest last_seen first; `total` counts
- * the whole filtered set. A suspended key still reads its data.
+ * the whole filtered set. A suspended key still reads its data. `until` bounds the window at the
+ * top (exclusive); `watched` / `pinned` keep the visitors with (true) or without (false) the mark
+ * visitor-mark sets, applied after the deduplication (an api row has no marks).
  *
  * `search` matches a row whose label (display name, company, domain) contains the term, or whose
  * address starts with it. Names go through the label dictionary (migration 0011): the labels that
@@ -112,24 +172,13 @@ const ADDRESS_START = /^[0-9a-f.:]+$/i;
  * writes the rows as JSON.
  */
 export async function listVisitors({ ctx, input }: VerbArgs<ListVisitorsInput & { key: KeyRecord }>): Promise<VisitorsPageText> {
-  const site = input.tracker_site === undefined ? null : normaliseTrackerDomain(input.tracker_site, 'tracker_site');
-  const since = input.since ? new Date(input.since) : new Date(Date.now() - DEFAULT_WINDOW_DAYS * 86_400_000);
-  if (since.getUTCFullYear() < 1970 || since.getUTCFullYear() > 9999) throw badRequest('since must be between 1970 and 9999');
-  const term = input.search?.trim() ?? '';
-  const pattern = term ? `%${escapeLike(term)}%` : null;
-  // An address-like term as the range of address texts that begin with it: [term, term with its last
-  // character raised by one). The characters an address can hold never end the alphabet, so raising
-  // the last one is always another character.
-  const addressFrom = ADDRESS_START.test(term) ? term.toLowerCase() : null;
-  const addressTo = addressFrom && addressFrom.slice(0, -1) + String.fromCharCode(addressFrom.charCodeAt(addressFrom.length - 1) + 1);
-  const trackers = input.source !== 'api';
-  const api = input.source !== 'tracker';
+  const f = listingFilter(input);
   // A key sees its own lookups at once; another process's arrive within its flush (about a second).
-  if (api) await ctx.apiLookups.flush();
+  if (f.api) await ctx.apiLookups.flush();
   const [page] = await ctx.db<{ total: number; count: number; visitors: string }>`
     select total, count, visitors
-    from sl_list_visitors(${input.key.accountId}, ${input.key.apiKeyId}, ${site}, ${since}, ${pattern}, ${addressFrom}, ${addressTo},
-                          ${trackers}, ${api}, ${input.limit}, ${input.offset})`;
+    from sl_list_visitors(${input.key.accountId}, ${input.key.apiKeyId}, ${f.site}, ${f.since}, ${f.pattern}, ${f.addressFrom},
+                          ${f.addressTo}, ${f.trackers}, ${f.api}, ${input.limit}, ${input.offset}, ${f.until}, ${f.watched}, ${f.pinned})`;
   return {
     count: page?.count ?? 0,
     total: page?.total ?? 0,

@@ -1,5 +1,6 @@
 import type { CoreDeps, VerbArgs } from '../kernel/context.ts';
 import { describeNetworkError, WEBHOOK_CONNECTION_WAIT_MS } from '../kernel/net/webhook-destination.ts';
+import { integrationOf, sendToIntegration } from './send-to-integration.ts';
 import { createDeliverySigner, type DeliverySigner } from './signing.ts';
 
 /** Spec: 5 retried events per webhook URL per minute; first attempts are not capped. */
@@ -138,6 +139,12 @@ interface Outcome {
   status: number | null;
   error: string | null;
   durationMs: number;
+  /** An integration's delivery: when the destination asked to be retried (Retry-After). */
+  retryAfterMs?: number;
+  /** An integration's delivery that retrying cannot mend (a revoked token, an archived channel). */
+  permanent?: boolean;
+  /** An integration's delivery: the CRM's id of the company it was pushed to. */
+  externalId?: string;
   done: (status: string | null) => void;
   fail: (err: unknown) => void;
 }
@@ -171,6 +178,9 @@ function createRecorder(ctx: CoreDeps, recordAt: Date | null) {
             status_code: o.status,
             error: o.error,
             duration_ms: o.durationMs,
+            retry_after_ms: o.retryAfterMs ?? null,
+            permanent: o.permanent ?? false,
+            external_id: o.externalId ?? null,
           })),
         )}::text::jsonb)`;
       const status = new Map(rows.map((r) => [r.event_id, r.delivery_status]));
@@ -208,6 +218,8 @@ interface Run {
    * sealed value, and gets its own.
    */
   signers: Map<string, Promise<DeliverySigner>>;
+  /** Integrations' secrets (webhook URLs, tokens), opened once per destination and run. */
+  opened: Map<string, Promise<string>>;
 }
 
 function signerFor(ctx: CoreDeps, run: Run, sealed: string): Promise<DeliverySigner> {
@@ -226,6 +238,47 @@ interface Attempted {
   status: number | null;
   error: string | null;
   durationMs: number;
+  retryAfterMs?: number;
+  permanent?: boolean;
+  externalId?: string;
+}
+
+/** A secret opened once per run, as the signers are (a rotated secret is another sealed value). */
+function openedFor(ctx: CoreDeps, run: Run, sealed: string): Promise<string> {
+  let opened = run.opened.get(sealed);
+  if (!opened) {
+    opened = ctx.keyring.open(sealed);
+    opened.catch(() => undefined);
+    run.opened.set(sealed, opened);
+  }
+  return opened;
+}
+
+/**
+ * An integration's delivery: the adapter formats the stored signal for its destination and sends
+ * it. Delivered when the destination took it; otherwise failed, with the destination's Retry-After
+ * and whether retrying can help, for the record. The HTTP status stands for the outcome in the
+ * attempt log (200 delivered; the vendor's status, or none, otherwise).
+ */
+async function attemptIntegration(
+  ctx: CoreDeps,
+  run: Run,
+  c: Claimed,
+  target: NonNullable<ReturnType<typeof integrationOf>>,
+): Promise<Omit<Attempted, 'durationMs'>> {
+  try {
+    const secret = await openedFor(ctx, run, c.secret_sealed);
+    const outcome = await sendToIntegration(ctx, target.kind, secret, c.event_id, c.body);
+    if (outcome.ok) return { status: 200, error: null, ...(outcome.externalId ? { externalId: outcome.externalId } : {}) };
+    return {
+      status: outcome.status ?? null,
+      error: outcome.error,
+      permanent: !outcome.retryable,
+      ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+    };
+  } catch (err) {
+    return { status: null, error: describeNetworkError(err) };
+  }
 }
 
 /**
@@ -235,6 +288,8 @@ interface Attempted {
  */
 async function attempt(ctx: CoreDeps, run: Run, c: Claimed): Promise<Attempted> {
   const started = performance.now();
+  const integration = integrationOf(c.url);
+  if (integration) return { ...(await attemptIntegration(ctx, run, c, integration)), durationMs: Math.round(performance.now() - started) };
   let status: number | null = null;
   let error: string | null = null;
   try {
@@ -383,7 +438,7 @@ async function claim(ctx: CoreDeps, plan: LeasePlan, opts: ClaimOptions): Promis
  * further claims, lets what is under way finish, and is thrown.
  */
 async function deliver(ctx: CoreDeps, plan: LeasePlan, opts: ClaimOptions & { maxBatches: number }): Promise<DeliveryReport> {
-  const run: Run = { recorder: createRecorder(ctx, opts.now), signers: new Map() };
+  const run: Run = { recorder: createRecorder(ctx, opts.now), signers: new Map(), opened: new Map() };
   const total = emptyReport();
   const settling: Promise<void>[] = [];
   let claims = 0;
@@ -458,5 +513,7 @@ export async function sweepWebhookDeliveries({
 }: VerbArgs<{ now?: Date; batchSize?: number; maxBatches?: number; lease?: DeliveryLease }>): Promise<DeliveryReport> {
   const plan = planFor(ctx, input.lease ?? DELIVERY_LEASE);
   const limit = Math.min(input.batchSize ?? SWEEP_EVENTS_PER_CLAIM, plan.claimSize);
+  // The digests of days that have ended become deliveries first, so this run sends them.
+  await ctx.db`select sl_write_integration_digests(${input.now?.toISOString() ?? null}::timestamptz)`;
   return deliver(ctx, plan, { now: input.now ?? null, limit, partnerAccountId: null, firstOnly: false, maxBatches: input.maxBatches ?? 50 });
 }

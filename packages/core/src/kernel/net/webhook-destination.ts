@@ -26,13 +26,15 @@ export const WEBHOOK_CONNECTION_WAIT_MS = 30_000;
  * it waits for a connection, which WEBHOOK_CONNECTION_WAIT_MS bounds) until the status and the
  * first RECEIVER_ANSWER_MAX_BYTES of the body are in. Only that prefix is read and returned as
  * `body` (UTF-8); a longer body is cancelled, closing its connection. A body that fails or stalls
- * after the status arrived does not undo the status (`body` is then empty).
+ * after the status arrived does not undo the status (`body` is then empty). `maxAnswerBytes` raises
+ * the cap for a caller that reads a page (the install check), and `headers` are the answer's, names
+ * in lower case (an integration's delivery honours Retry-After; the install check reads the CSP).
  */
 export interface WebhookTransport {
   request(
     url: string,
-    init: { method: 'POST' | 'HEAD'; headers: Record<string, string>; body?: string; timeoutMs: number },
-  ): Promise<{ status: number; body?: string }>;
+    init: { method: 'POST' | 'HEAD' | 'GET'; headers: Record<string, string>; body?: string; timeoutMs: number; maxAnswerBytes?: number },
+  ): Promise<{ status: number; body?: string; headers?: Record<string, string> }>;
 }
 
 export interface DestinationPolicy {
