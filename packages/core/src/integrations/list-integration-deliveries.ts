@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import type { KeyRecord, VerbArgs } from '../kernel/context.ts';
-import { queryInteger, Timestamp, Uuid, whenGiven } from '../kernel/schemas.ts';
+import { queryInteger, Uuid, whenGiven } from '../kernel/schemas.ts';
+import { OutboxDelivery, type OutboxRow, outboxDeliveryOf } from '../webhooks/outbox-row.ts';
 
 export const ListIntegrationDeliveriesInput = z.object({
   integration_id: Uuid.optional(),
@@ -12,39 +13,15 @@ export const ListIntegrationDeliveriesInput = z.object({
 });
 export type ListIntegrationDeliveriesInput = z.infer<typeof ListIntegrationDeliveriesInput>;
 
-export const IntegrationDelivery = z
-  .object({
-    id: Uuid,
-    integration_id: Uuid,
-    signal: z.string(),
-    created_at: Timestamp,
-    delivery_status: z.enum(['pending', 'delivered', 'failed', 'no_destination']),
-    attempts: z.number().int(),
-    last_attempt_at: Timestamp.nullable(),
-    next_attempt_at: Timestamp.nullable(),
-    delivered_at: Timestamp.nullable(),
-    last_error: z.string().nullable(),
-    payload: z.object({ event: z.string(), timestamp: Timestamp, data: z.record(z.string(), z.unknown()) }),
-  })
-  .openapi('IntegrationDelivery');
+export const IntegrationDelivery = z.object({ id: Uuid, integration_id: Uuid, signal: z.string(), ...OutboxDelivery }).openapi('IntegrationDelivery');
 
 export const IntegrationDeliveries = z.object({ deliveries: z.array(IntegrationDelivery) });
 
-interface Row {
+interface Row extends OutboxRow {
   id: string;
   integration_id: string;
   event: string;
-  created_at: Date;
-  delivery_status: z.infer<typeof IntegrationDelivery>['delivery_status'];
-  attempts: number;
-  last_attempt_at: Date | null;
-  next_attempt_at: Date | null;
-  delivered_at: Date | null;
-  last_error: string | null;
-  body: string;
 }
-
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 /**
  * integration-deliveries: the account's alerts and CRM pushes, newest first, as the outbox
@@ -65,18 +42,6 @@ export async function listIntegrationDeliveries({
     order by e.seq desc
     limit ${input.limit ?? 50}`;
   return {
-    deliveries: rows.map((r) => ({
-      id: r.id,
-      integration_id: r.integration_id,
-      signal: r.event,
-      created_at: new Date(r.created_at).toISOString(),
-      delivery_status: r.delivery_status,
-      attempts: r.attempts,
-      last_attempt_at: iso(r.last_attempt_at),
-      next_attempt_at: iso(r.next_attempt_at),
-      delivered_at: iso(r.delivered_at),
-      last_error: r.last_error,
-      payload: JSON.parse(r.body) as { event: string; timestamp: string; data: Record<string, unknown> },
-    })),
+    deliveries: rows.map((r) => ({ id: r.id, integration_id: r.integration_id, signal: r.event, ...outboxDeliveryOf(r) })),
   };
 }

@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
-import { queryInteger, Timestamp, Uuid, whenGiven } from '../kernel/schemas.ts';
+import { queryInteger, Uuid, whenGiven } from '../kernel/schemas.ts';
+import { OutboxDelivery, type OutboxRow, outboxDeliveryOf } from '../webhooks/outbox-row.ts';
 
 const DeliveryStatus = z.enum(
   ['pending', 'delivered', 'failed', 'no_destination'],
@@ -19,42 +20,18 @@ export const ListPartnerEventsInput = z.object({
 });
 export type ListPartnerEventsInput = z.infer<typeof ListPartnerEventsInput>;
 
-export const PartnerEvent = z
-  .object({
-    id: Uuid,
-    event: z.string(),
-    child_api_key_id: Uuid.nullable(),
-    created_at: Timestamp,
-    delivery_status: z.enum(['pending', 'delivered', 'failed', 'no_destination']),
-    attempts: z.number().int(),
-    last_attempt_at: Timestamp.nullable(),
-    next_attempt_at: Timestamp.nullable(),
-    delivered_at: Timestamp.nullable(),
-    last_error: z.string().nullable(),
-    payload: z.object({ event: z.string(), timestamp: Timestamp, data: z.record(z.string(), z.unknown()) }),
-  })
-  .openapi('PartnerEvent');
+export const PartnerEvent = z.object({ id: Uuid, event: z.string(), child_api_key_id: Uuid.nullable(), ...OutboxDelivery }).openapi('PartnerEvent');
 export type PartnerEvent = z.infer<typeof PartnerEvent>;
 
 export const PartnerEvents = z.object({ events: z.array(PartnerEvent) });
 export type PartnerEvents = z.infer<typeof PartnerEvents>;
 
-interface EventRow {
+interface EventRow extends OutboxRow {
   id: string;
   seq: number;
   event: string;
   child_api_key_id: string | null;
-  created_at: Date;
-  delivery_status: DeliveryStatus;
-  attempts: number;
-  last_attempt_at: Date | null;
-  next_attempt_at: Date | null;
-  delivered_at: Date | null;
-  last_error: string | null;
-  body: string;
 }
-
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 /**
  * Beyond the spec: the caller's recent events, newest first, with delivery status and attempts.
@@ -75,18 +52,6 @@ export async function listPartnerEvents({ ctx, input }: VerbArgs<ListPartnerEven
     order by e.seq desc
     limit ${input.limit ?? 50}`;
   return {
-    events: rows.map((r) => ({
-      id: r.id,
-      event: r.event,
-      child_api_key_id: r.child_api_key_id,
-      created_at: new Date(r.created_at).toISOString(),
-      delivery_status: r.delivery_status,
-      attempts: r.attempts,
-      last_attempt_at: iso(r.last_attempt_at),
-      next_attempt_at: iso(r.next_attempt_at),
-      delivered_at: iso(r.delivered_at),
-      last_error: r.last_error,
-      payload: JSON.parse(r.body) as { event: string; timestamp: string; data: Record<string, unknown> },
-    })),
+    events: rows.map((r) => ({ id: r.id, event: r.event, child_api_key_id: r.child_api_key_id, ...outboxDeliveryOf(r) })),
   };
 }
