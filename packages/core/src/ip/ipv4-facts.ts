@@ -4,30 +4,35 @@ import type { Ipv4Index } from './ranges.ts';
  * The shipped facts about every IPv4 address in one table: its network owner, the shipped range
  * list it is on and its country, as the owner, range-list and country indexes say. Their boundaries
  * merged cut the address space into about 640,000 ranges, so one search answers what three
- * interval searches and an MMDB tree walk answered before. The ranges share about 120,000 distinct
+ * interval searches and an MMDB tree walk answered before. The ranges share about 110,000 distinct
  * combinations of the three facts; a range holds its combination's number, so a caller can keep
  * one answer per combination (LocalIpData does).
  *
  * Laid out for a lookup that misses the CPU cache as little as it can (random addresses otherwise
- * miss it at every step of a search):
+ * miss it at every step of a search, and each step waits for the one before):
  * - the ranges cover the whole space without gaps (a range no source covers has "none" facts), so
  *   a search only looks for the last range starting at or before the address;
- * - per /16, `firstIn` gives the ranges starting in it, and their starts are kept as their low 16
- *   bits only, 32 to a cache line: the last steps of a search (a /16 holds up to a few hundred
- *   ranges) read one line where 32-bit starts took two or three;
- * - the answer a caller keeps per combination turns the lookup's last step into one array read.
- * About 6 bytes a range and 8 a combination: 5 MB in all. (A second level of every 32nd start, to
- * read fewer lines in crowded /16s, and answers kept per range instead of per combination measured
- * no faster.)
+ * - per /16, `index` holds, side by side, the first range starting in it and, when one combination
+ *   covers the whole /16, that combination: a quarter of the bench's addresses end at that read;
+ * - per range, one 32-bit word holds its start's low 16 bits (the high 16 are its /16's number)
+ *   above its combination's low 16 bits, 16 to a cache line: the line the search ends on also
+ *   gives the combination (a separate array of combination numbers was one more wait on memory);
+ *   the combination's bits above 16 (about 110,000 need 17) are a byte array beside it.
+ * About 5 bytes a range, 8 a /16 and 8 a combination: under 5 MB in all. (Measured no faster: a
+ * second level of every 16th start, a first level per /20 (4 MB more), a search without branches
+ * (slower), and answers kept per range instead of per combination.)
  */
 export class Ipv4Facts {
   private constructor(
-    /** Per /16 b: the first range starting at or after its first address; firstIn[65536] = the range count. */
-    private readonly firstIn: Uint32Array,
-    /** Per range: the low 16 bits of its first address (the high 16 are its /16's number). */
-    private readonly low16: Uint16Array,
-    /** Per range: its combination's number. */
-    private readonly combos: Uint32Array,
+    /**
+     * Per /16 b: at 2b, the first range starting at or after its first address (at 2 * 65536, the
+     * range count); at 2b + 1, the combination covering all of it, or -1.
+     */
+    private readonly index: Int32Array,
+    /** Per range: the low 16 bits of its first address, shifted up 16, above its combination's low 16 bits. */
+    private readonly entries: Uint32Array,
+    /** Per range: its combination's number above 16 bits. */
+    private readonly highs: Uint8Array,
     /** Per combination: the owner index (-1: none). */
     private readonly owners: Int32Array,
     /** Per combination: the shipped range list index (-1: none). */
@@ -82,7 +87,7 @@ export class Ipv4Facts {
       return c;
     };
     // Two sweeps, counting and then filling, so the range arrays are made once at their final size.
-    const sweep = (fill?: { low16: Uint16Array; combos: Uint32Array; firstIn: Uint32Array }) => {
+    const sweep = (fill?: { entries: Uint32Array; highs: Uint8Array; index: Int32Array }) => {
       const at = [0, 0, 0];
       const here = [-1, -1, -1];
       let n = 0;
@@ -112,14 +117,16 @@ export class Ipv4Facts {
         if (changed) {
           if (fill) {
             // Range n is the first to start at or after the /16s up to this one not yet given one.
-            for (; nextBlock * 65536 <= cur; nextBlock++) fill.firstIn[nextBlock] = n;
-            fill.low16[n] = cur & 0xffff;
-            fill.combos[n] = combo(here[0] as number, here[1] as number, here[2] as number);
+            for (; nextBlock * 65536 <= cur; nextBlock++) fill.index[2 * nextBlock] = n;
+            const c = combo(here[0] as number, here[1] as number, here[2] as number);
+            if (c >= 1 << 24) throw new Error('Ipv4Facts: more than 2^24 combinations of facts');
+            fill.entries[n] = (((cur & 0xffff) << 16) | (c & 0xffff)) >>> 0;
+            fill.highs[n] = c >>> 16;
           }
           n++;
         }
         if (next >= 2 ** 32) {
-          if (fill) for (; nextBlock <= 65536; nextBlock++) fill.firstIn[nextBlock] = n;
+          if (fill) for (; nextBlock <= 65536; nextBlock++) fill.index[2 * nextBlock] = n;
           return n;
         }
         cur = next;
@@ -127,16 +134,24 @@ export class Ipv4Facts {
     };
     // Filled straight from the sweep: no 32-bit starts are made, to be thrown away.
     const n = sweep();
-    const low16 = new Uint16Array(n);
-    const combos = new Uint32Array(n);
-    const firstIn = new Uint32Array(65537);
-    sweep({ low16, combos, firstIn });
-    return new Ipv4Facts(firstIn, low16, combos, comboOwner.slice(0, comboCount), comboList.slice(0, comboCount), comboCountry.slice(0, comboCount));
+    const entries = new Uint32Array(n);
+    const highs = new Uint8Array(n);
+    const index = new Int32Array(2 * 65537);
+    sweep({ entries, highs, index });
+    // Neighbouring ranges differ in some fact, so one combination covers a /16 when no range
+    // starts in it, or one starts at its first address and is the last to start in it.
+    for (let b = 0; b <= 65536; b++) {
+      const lo = index[2 * b] as number;
+      const count = b < 65536 ? (index[2 * b + 2] as number) - lo : -1;
+      const k = count === 0 ? lo - 1 : count === 1 && (entries[lo] as number) >>> 16 === 0 ? lo : -1;
+      index[2 * b + 1] = k < 0 ? -1 : ((entries[k] as number) & 0xffff) | ((highs[k] as number) << 16);
+    }
+    return new Ipv4Facts(index, entries, highs, comboOwner.slice(0, comboCount), comboList.slice(0, comboCount), comboCountry.slice(0, comboCount));
   }
 
   /** How many ranges. */
   get size(): number {
-    return this.low16.length;
+    return this.entries.length;
   }
 
   /** How many distinct combinations of facts. */
@@ -147,20 +162,24 @@ export class Ipv4Facts {
   /** The combination of facts at `ip` (a 32-bit unsigned number), from the last range starting at or before it. */
   find(ip: number): number {
     const b = ip >>> 16;
-    const key = ip & 0xffff;
-    const low16 = this.low16;
-    // Among the ranges starting in this /16, count those starting at or before `ip`; with none,
-    // the answer is the range before them, which started in an earlier /16 (range 0 starts at 0).
-    let lo = this.firstIn[b] as number;
-    let n = (this.firstIn[b + 1] as number) - lo;
+    const index = this.index;
+    const whole = index[2 * b + 1] as number;
+    if (whole >= 0) return whole;
+    // Among the ranges starting in this /16, count those starting at or before `ip` (a word at or
+    // below `bound`, whatever its combination); with none, the answer is the range before them,
+    // which started in an earlier /16 (range 0 starts at 0).
+    const entries = this.entries;
+    const bound = ((ip << 16) | 0xffff) >>> 0;
+    let lo = index[2 * b] as number;
+    let n = (index[2 * b + 2] as number) - lo;
     while (n > 0) {
       const half = n >>> 1;
-      if ((low16[lo + half] as number) <= key) {
+      if ((entries[lo + half] as number) <= bound) {
         lo += half + 1;
         n -= half + 1;
       } else n = half;
     }
-    return this.combos[lo - 1] as number;
+    return ((entries[lo - 1] as number) & 0xffff) | ((this.highs[lo - 1] as number) << 16);
   }
 
   /** Combination c's owner index, or -1. */
