@@ -414,7 +414,7 @@ describe('a HubSpot push', () => {
     expect(v).toEqual({ crm_status: 'pushed', crm_id: '9001' });
     const list = await call(env, 'list-visitors', { key: s.key });
     const row = (list.body.visitors as Json[] | undefined)?.find((r) => r.domain === 'apple.com');
-    expect(row?.crm_status).toBe('pushed');
+    expect(row).toMatchObject({ crm_status: 'pushed', crm_id: '9001' });
   });
 });
 

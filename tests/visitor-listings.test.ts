@@ -91,6 +91,7 @@ describe('list-visitors', () => {
       is_watched: false,
       is_pinned: false,
       crm_status: null,
+      crm_id: null,
     });
   });
 

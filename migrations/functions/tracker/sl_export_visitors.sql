@@ -79,7 +79,10 @@ as $$
     case when p.source = 'tracker' and cardinality(k.all_ids) = 1 then k.domains
          else array(select distinct k.domains[array_position(k.all_ids, o.website_id)] as domain from visitors o
                     where o.ip = p.ip and o.website_id = any(k.all_ids) order by domain) end as sites_visited,
-    coalesce(p.is_watched, false) as is_watched, coalesce(p.is_pinned, false) as is_pinned, p.crm_status
+    coalesce(p.is_watched, false) as is_watched, coalesce(p.is_pinned, false) as is_pinned, p.crm_status,
+    -- The CRM's company id, read only for the rows an integration pushed.
+    case when p.crm_status is not null then (select o.crm_id from visitors o where o.website_id = p.website_id and o.ip = p.ip) end
+      as crm_id
   ) r
   order by p.last_seen desc, p.ip, p.website_id nulls last
 $$;

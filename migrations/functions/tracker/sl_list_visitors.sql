@@ -283,7 +283,10 @@ begin
     case when p.source = 'tracker' and cardinality(v_all) = 1 then v_domains
          else array(select distinct v_domains[array_position(v_all, o.website_id)] as domain from visitors o
                     where o.ip = p.ip and o.website_id = any(v_all) order by domain) end as sites_visited,
-    coalesce(p.is_watched, false) as is_watched, coalesce(p.is_pinned, false) as is_pinned, p.crm_status
+    coalesce(p.is_watched, false) as is_watched, coalesce(p.is_pinned, false) as is_pinned, p.crm_status,
+    -- The CRM's company id, read only for the rows an integration pushed.
+    case when p.crm_status is not null then (select o.crm_id from visitors o where o.website_id = p.website_id and o.ip = p.ip) end
+      as crm_id
   ) r;
 end
 $$;

@@ -75,6 +75,7 @@ export const VisitorRow = z
       .enum(['pushed', 'failed'])
       .nullable()
       .openapi({ description: 'What the CRM push (an integration) did with the company: null until pushed' }),
+    crm_id: z.string().nullable().openapi({ description: 'The CRM’s id of the company the push found or made (crm_status pushed)' }),
   })
   .openapi('VisitorRow');
 export type VisitorRow = z.infer<typeof VisitorRow>;
