@@ -201,6 +201,7 @@ export async function buildDeps(env: Env, runtime: HostRuntime, choices: DepsCho
     trustedProxies: trustedProxies(env.TRUSTED_PROXIES),
     retention: retentionSettings(env),
     ...(env.PUBLIC_BASE_URL ? { publicBaseUrl: env.PUBLIC_BASE_URL } : {}),
+    consoleOrigins: env.CONSOLE_ORIGINS,
     // One count per address across replicas, like the API-wide limit.
     ...(redis ? { connectLinkRateLimiter: createRedisRateLimiter(redis, CONNECT_LINK_COMPLETIONS, 'sl:rl:connect-link:') } : {}),
     // Shared through Redis like the rate limit, so a budget holds across replicas.

@@ -99,6 +99,26 @@ export const EnvSchema = z.object({
       ctx.addIssue({ code: 'custom', message: `PUBLIC_BASE_URL ${checked.refused}` });
       return z.NEVER;
     }),
+  /**
+   * Origins (comma-separated, e.g. https://console.agency.com) the console may be served from when
+   * it is hosted apart from the API: the key endpoints answer their preflights and their answers
+   * with CORS for exactly these. Empty: the console is same-origin (/console), and nothing changes.
+   */
+  CONSOLE_ORIGINS: z
+    .string()
+    .default('')
+    .transform((raw, ctx) => {
+      const origins: string[] = [];
+      for (const text of raw
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean)) {
+        const checked = checkConsoleOrigin(text);
+        if (typeof checked === 'string') origins.push(checked);
+        else ctx.addIssue({ code: 'custom', message: `CONSOLE_ORIGINS: ${text} ${checked.refused}` });
+      }
+      return origins;
+    }),
   /** Bearer token Supabase Cron presents to the scheduled sweep functions. */
   SWEEP_SECRET: z.string().min(32, 'SWEEP_SECRET must be at least 32 characters').optional(),
   /** How often the Node host runs the period rollover sweep (seconds). */
@@ -205,6 +225,21 @@ export type Env = z.infer<typeof EnvSchema>;
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.toLowerCase().replace(/\.$/, '');
   return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** An origin the console may be served from: scheme, host and port only; https, or http on a loopback host. */
+export function checkConsoleOrigin(text: string): string | { refused: string } {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return { refused: 'must be an origin, e.g. https://console.example.com' };
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
+    return { refused: 'must be https (plain http only on a loopback host)' };
+  }
+  if (url.origin !== text.replace(/\/$/, '')) return { refused: 'must be an origin alone: no path, query, user or password' };
+  return url.origin;
 }
 
 /**

@@ -52,6 +52,8 @@ export interface CoreDepsParts {
   reportFlushMs?: number;
   /** `PUBLIC_BASE_URL`: where connect links point; unset, links carry no page URL. */
   publicBaseUrl?: string;
+  /** `CONSOLE_ORIGINS`; defaults to none (the console is same-origin). */
+  consoleOrigins?: readonly string[];
   /** Defaults to CONNECT_LINK_COMPLETIONS per client address, in process. */
   connectLinkRateLimiter?: RateLimiter;
   /** Defaults to DEFAULT_RETENTION (lifecycle/settings.ts). */
@@ -93,6 +95,7 @@ export function createCoreDeps<D extends Sql>(parts: CoreDepsParts & { db: D }):
     trustedProxies: parts.trustedProxies ?? trustedProxies([]),
     trackerKick: parts.trackerKick ?? true,
     ...(parts.publicBaseUrl ? { publicBaseUrl: parts.publicBaseUrl } : {}),
+    consoleOrigins: parts.consoleOrigins ?? [],
     ...(parts.retention ? { retention: parts.retention } : {}),
     connectLinkRateLimiter: parts.connectLinkRateLimiter ?? createMemoryRateLimiter(CONNECT_LINK_COMPLETIONS),
     trackerBudgets: parts.trackerBudgets ?? createTrackerBudgets(DEFAULT_TRACKER_BUDGETS),

@@ -55,8 +55,35 @@ const cors: MiddlewareHandler<HonoEnv> = async (c, next) => {
   await next();
 };
 
+/** The headers a browser may send to a key endpoint from the console, and read from its answers. */
+const CONSOLE_REQUEST_HEADERS = 'x-access-key, content-type, x-user-id, x-idempotency-key';
+const CONSOLE_EXPOSED_HEADERS = 'x-request-id, retry-after, content-disposition';
+
+/**
+ * A console hosted apart from the API (CONSOLE_ORIGINS): a key endpoint answers a listed origin's
+ * preflight, and its answers (errors included) carry that origin, so the page's fetch may read them.
+ * No credentials: the key travels in a header, never a cookie. Any other origin gets nothing, so
+ * its browser reads nothing.
+ */
+function consoleCors(method: string, origins: readonly string[]): MiddlewareHandler<HonoEnv> {
+  return async (c, next) => {
+    c.header('vary', 'Origin');
+    const origin = requestHeader(c, 'origin');
+    if (origin === undefined || !origins.includes(origin)) return next();
+    c.header('access-control-allow-origin', origin);
+    c.header('access-control-expose-headers', CONSOLE_EXPOSED_HEADERS);
+    if (c.req.method === 'OPTIONS' && requestHeader(c, 'access-control-request-method') !== undefined) {
+      c.header('access-control-allow-methods', method);
+      c.header('access-control-allow-headers', CONSOLE_REQUEST_HEADERS);
+      c.header('access-control-max-age', '600');
+      return c.body(null, 204);
+    }
+    await next();
+  };
+}
+
 /** One function's sub-app: its guard, its policy, then the route. Mounted only by createApiServer, whose error handler it relies on. */
-function createFunctionApp(def: FunctionDefinition, opts: ServerOptions): FunctionApp {
+function createFunctionApp(def: FunctionDefinition, opts: ServerOptions, consoleOrigins: readonly string[]): FunctionApp {
   // No onError here: the server's own renders every error. A sub-app with its own error handler
   // makes Hono wrap each of its middlewares and its handler in a further compose() when mounted.
   const app = new OpenAPIHono<HonoEnv>();
@@ -69,7 +96,10 @@ function createFunctionApp(def: FunctionDefinition, opts: ServerOptions): Functi
     timeoutMs: opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS,
     readBody: opts.readBody,
   });
-  const chain = [...(def.policy.cors ? [cors] : []), guard, authenticate(def), ...def.policy.middleware];
+  // Only a key endpoint, and only when the operator named the console's origins: otherwise no cost at all.
+  const takesKey = def.policy.security.some((scheme) => 'AccessKey' in scheme);
+  const fromConsole = !def.policy.cors && takesKey && consoleOrigins.length > 0 ? [consoleCors(def.method, consoleOrigins)] : [];
+  const chain = [...(def.policy.cors ? [cors] : []), ...fromConsole, guard, authenticate(def), ...def.policy.middleware];
   partsOf.set(app, { def, chain, guarded: new Set() });
   def.register(app);
   return app;
@@ -97,7 +127,7 @@ export function createApiServer(deps: CoreDeps, defs: FunctionDefinition[], opts
   app.notFound((c) => renderError(notFound(`no endpoint at ${new URL(c.req.url).pathname}`), c));
   for (const def of defs) {
     const prefix = def.mount === 'functions' ? opts.functionsPrefix : '';
-    app.route(`${prefix}/${def.name}`, createFunctionApp(def, opts));
+    app.route(`${prefix}/${def.name}`, createFunctionApp(def, opts, deps.consoleOrigins));
   }
   return app;
 }

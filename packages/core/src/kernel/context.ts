@@ -54,6 +54,8 @@ export interface CoreDeps {
    * point. Absent, a link has no page URL; it is never taken from the request's Host.
    */
   publicBaseUrl?: string;
+  /** CONSOLE_ORIGINS: where a console hosted apart from the API may call the key endpoints from. */
+  consoleOrigins: readonly string[];
   /** Connect-link completions per client address (http/policies.ts, `publicLinkCompletion`). */
   connectLinkRateLimiter: RateLimiter;
 }
