@@ -44,11 +44,14 @@ describe('the console brand', () => {
     expect(cleared.body).toEqual({ success: true, brand: { ...BRAND, logo_url: null } });
   });
 
-  it('a colour that is not #rrggbb, a logo that is not https, an unknown field: 400 naming it, nothing changed', async () => {
+  it('a colour that is not #rrggbb or too light to read, a logo that is not https, an unknown field: 400 naming it, nothing changed', async () => {
     const { partner } = await seedPartnerWithChild(env, { quota: 100 });
     await call(env, 'partner-set-brand', { key: partner.key, body: BRAND });
     for (const [body, field] of [
       [{ accent_color: 'purple' }, 'accent_color'],
+      // Too light to read on white or under white text (about 2.1:1 and 1.1:1).
+      [{ accent_color: '#ff9900' }, 'accent_color'],
+      [{ accent_color: '#f5f5f5' }, 'accent_color'],
       [{ logo_url: 'http://agency-one.example.com/logo.png' }, 'logo_url'],
       [{ logo_url: 'javascript:alert(1)' }, 'logo_url'],
       [{ brand_name: '' }, 'brand_name'],

@@ -2,12 +2,33 @@ import { z } from '@hono/zod-openapi';
 import type { PartnerCtx, VerbArgs } from '../kernel/context.ts';
 import { sqlCall } from '../kernel/errors.ts';
 
+/** WCAG 2 relative luminance of a #rrggbb colour. */
+function luminance(hex: string): number {
+  const channel = (i: number) => {
+    const c = Number.parseInt(hex.slice(i, i + 2), 16) / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+}
+
+/**
+ * The console writes white on the accent (buttons) and the accent on white (links, focus rings):
+ * an accent must keep WCAG AA's 4.5:1 against white, or a partner's brand would make its own
+ * customers' console unreadable.
+ */
+export const MIN_ACCENT_CONTRAST = 4.5;
+const contrastWithWhite = (hex: string) => 1.05 / (luminance(hex) + 0.05);
+
 export const Brand = z
   .object({
     brand_name: z.string().min(1).max(200).nullable().openapi({ description: 'The name shown instead of Sightline’s' }),
     accent_color: z
       .string()
       .regex(/^#[0-9a-f]{6}$/, 'must be a lower-case colour like #0a58ca')
+      .refine(
+        (hex) => contrastWithWhite(hex) >= MIN_ACCENT_CONTRAST,
+        `must be dark enough to read on white and under white text (a contrast of at least ${MIN_ACCENT_CONTRAST}:1)`,
+      )
       .nullable()
       .openapi({ description: 'A #rrggbb colour for links and buttons' }),
     logo_url: z
