@@ -43,6 +43,7 @@ import { t } from './t/route.ts';
 import { trafficRuleCreate } from './traffic-rule-create/route.ts';
 import { trafficRuleDelete } from './traffic-rule-delete/route.ts';
 import { trafficRules } from './traffic-rules/route.ts';
+import { visitorActivityFunction } from './visitor-activity/route.ts';
 import { visitorMark } from './visitor-mark/route.ts';
 import { visitorStatsFunction } from './visitor-stats/route.ts';
 import { visitorsExport } from './visitors-export/route.ts';
@@ -72,6 +73,7 @@ export const allFunctions: FunctionDefinition[] = [
   keyUsage,
   consoleBrand,
   visitorStatsFunction,
+  visitorActivityFunction,
   visitorMark,
   visitorsExport,
   identificationList,

@@ -313,6 +313,10 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     await row.click();
     await page.getByRole('heading', { name: 'Acme Widgets Ltd' }).waitFor();
     expect(await page.getByText('198.51.100.7').count()).toBe(1);
+    // Its activity (visitor-activity): a seeded visitor has no raw page views and no ICP scores.
+    await page.getByRole('heading', { name: 'ICP fit' }).waitFor();
+    await page.getByText('No active ICP has scored this visitor.').waitFor();
+    await page.getByText('No page views are kept for it any more.').waitFor();
     await review('site-visitor');
   }, 60_000);
 

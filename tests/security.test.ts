@@ -282,6 +282,15 @@ describe('a released child’s key', () => {
       'list-visitors': { send: () => call(env, at, { key: key() }), status: 200 },
       // Its own visitors' rows only; a mark on the partner's own visitor is another account's: no such visitor.
       'visitors-export': { send: () => call(env, at, { key: key() }), status: 200 },
+      // The partner's own visitor is another account's to this key: no such visitor.
+      'visitor-activity': {
+        send: async () => {
+          const [w] = await env.db<{ domain: string }>`select domain from websites where id = ${own.website_id}`;
+          return call(env, at, { key: key(), query: { tracker_site: w?.domain ?? '', ip: PARTNER_VISITOR } });
+        },
+        status: 404,
+        error: /no such visitor/,
+      },
       'visitor-mark': {
         send: async () => {
           const [w] = await env.db<{ domain: string }>`select domain from websites where id = ${own.website_id}`;

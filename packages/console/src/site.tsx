@@ -6,7 +6,7 @@ import { Integrations } from './integrations.tsx';
 import { Layout } from './layout.tsx';
 import { useLoad } from './route.ts';
 import { TrafficRules } from './traffic-rules.tsx';
-import type { KeyUsage, Visitor, VisitorStats, VisitorsPage } from './types.ts';
+import type { KeyUsage, Visitor, VisitorActivity, VisitorStats, VisitorsPage } from './types.ts';
 import { ErrorNote, Pager, TableWrap, UsageBar } from './ui.tsx';
 import { ExportButton, MarkToggles } from './visitor-actions.tsx';
 
@@ -372,6 +372,42 @@ function VisitorPage({ apiKey, ip, rawId }: { apiKey: string; ip: string; rawId:
         <dt>High intent</dt>
         <dd>{v.high_intent ? 'Yes' : 'No'}</dd>
       </dl>
+      {v.source === 'tracker' && v.tracker_site && <Activity apiKey={apiKey} site={v.tracker_site} ip={v.ip} />}
     </section>
+  );
+}
+
+/** The visitor's last day of pages and its ICP scores (visitor-activity): tracker rows only. */
+function Activity({ apiKey, site, ip }: { apiKey: string; site: string; ip: string }) {
+  const { data, error } = useLoad(() => call<VisitorActivity>(apiKey, 'visitor-activity', { query: { tracker_site: site, ip } }), [apiKey, site, ip]);
+  if (error) return <ErrorNote error={error} />;
+  if (!data) return <p>Loading its pages…</p>;
+  return (
+    <>
+      <h3>ICP fit</h3>
+      {data.icp_scores.length === 0 ? (
+        <p>No active ICP has scored this visitor.</p>
+      ) : (
+        <ul data-icp-scores>
+          {data.icp_scores.map((s) => (
+            <li key={s.icp_id}>
+              {s.icp_name}: {num(s.score)} / 100{s.qualified ? ' (qualified)' : ''}. {s.ai_summary}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h3>Pages on its last day here</h3>
+      {data.pages.length === 0 ? (
+        <p>No page views are kept for it any more.</p>
+      ) : (
+        <ol data-pages>
+          {data.pages.map((p) => (
+            <li key={`${p.at}${p.url}`}>
+              {when(p.at)}: {p.url}
+            </li>
+          ))}
+        </ol>
+      )}
+    </>
   );
 }

@@ -174,3 +174,9 @@ export interface InstallCheck {
   } | null;
   likely_causes: { code: string; message: string }[];
 }
+
+/** visitor-activity: a visitor's last day of pages and its ICP scores. */
+export interface VisitorActivity {
+  pages: { url: string; at: string }[];
+  icp_scores: { icp_id: string; icp_name: string; score: number; qualified: boolean; ai_summary: string }[];
+}

@@ -18,5 +18,6 @@ export {
   TrafficRule,
   TrafficRuleScopes,
 } from './traffic-rules.ts';
+export { VisitorActivity, VisitorActivityInput, visitorActivity } from './visitor-activity.ts';
 export { VisitorStats, VisitorStatsInput, visitorStats } from './visitor-stats.ts';
 export { workTrackerQueue } from './work-tracker-queue.ts';
