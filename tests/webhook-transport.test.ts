@@ -79,8 +79,24 @@ describe("a receiver's answer is read only up to a small cap", () => {
     // One connection per origin: the second request can only go out once the first's is settled.
     const t = transport({ connectionsPerOrigin: 1 });
     expect((await t.request(r.url, { ...post, timeoutMs: 5_000 })).status).toBe(200);
-    expect(await t.request(r.url, { ...post, timeoutMs: 5_000 })).toEqual({ status: 201, body: 'second answer' });
+    expect(await t.request(r.url, { ...post, timeoutMs: 5_000 })).toMatchObject({ status: 201, body: 'second answer' });
     expect(sockets.size).toBe(2);
+  });
+
+  it('answers the headers (names in lower case), and reads up to maxAnswerBytes when a caller asks for more', async () => {
+    const big = 'x'.repeat(20_000);
+    const r = await startReceiver((_q, res) => res.writeHead(200, { 'Retry-After': '30', 'Content-Security-Policy': "default-src 'self'" }).end(big));
+    const t = createNodeWebhookTransport({ allowPrivate: true });
+    try {
+      const capped = await t.request(r.url, { ...post, timeoutMs: 5_000 });
+      expect(capped.headers).toMatchObject({ 'retry-after': '30', 'content-security-policy': "default-src 'self'" });
+      expect(capped.body?.length).toBeLessThanOrEqual(4096);
+      const page = await t.request(r.url, { method: 'GET', headers: {}, timeoutMs: 5_000, maxAnswerBytes: 64 * 1024 });
+      expect(page.body).toBe(big);
+    } finally {
+      await t.close();
+      await r.close();
+    }
   });
 
   it('an answer within the cap is read to its end, so its connection goes back to the pool', async () => {
@@ -90,8 +106,8 @@ describe("a receiver's answer is read only up to a small cap", () => {
       res.end('ok');
     });
     const t = transport({ connectionsPerOrigin: 1 });
-    expect(await t.request(r.url, { ...post, timeoutMs: 5_000 })).toEqual({ status: 200, body: 'ok' });
-    expect(await t.request(r.url, { ...post, timeoutMs: 5_000 })).toEqual({ status: 200, body: 'ok' });
+    expect(await t.request(r.url, { ...post, timeoutMs: 5_000 })).toMatchObject({ status: 200, body: 'ok' });
+    expect(await t.request(r.url, { ...post, timeoutMs: 5_000 })).toMatchObject({ status: 200, body: 'ok' });
     expect(sockets.size).toBe(1);
   });
 
