@@ -179,6 +179,9 @@ function typedString(name: string, schema: Schema, world: FuzzWorld): fc.Arbitra
       bounded,
     );
   }
+  // A traffic rule's value: each kind's shape (address or network, domain, path, country), and text.
+  if (name === 'value')
+    return fc.oneof(fc.ipV4(), fc.domain(), fc.webPath(), fc.constantFrom('DE', 'us', '10.0.0.0/8', '2001:db8::/32', '/careers*'), bounded);
   if (/^ip/.test(name))
     return fc.oneof(
       fc.ipV4(),
