@@ -1,13 +1,15 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { workTrackerQueue } from '@sightline/core';
 import { createNodeServer } from '@sightline/host';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
+import { realIpDeps } from './support/ip.ts';
 import { capturingLogger, type LogLine } from './support/log.ts';
 import { REPO_ROOT } from './support/process.ts';
 import { startReceiver } from './support/receiver.ts';
@@ -49,7 +51,9 @@ const child = { id: '', key: '', domain: uniqueDomain('console') };
 beforeAll(async () => {
   if (!haveChromium) return;
   const { log, lines } = capturingLogger();
-  env = await createTestEnv({ log });
+  // The shop's page reaches the API through a proxy on 127.0.0.1 that says who the visitor is (as a
+  // load balancer would): its beacons then come from a company's address the local data knows.
+  env = await createTestEnv({ log, trustedProxies: ['127.0.0.1/32'], ip: realIpDeps({ providers: [], timeoutMs: 300 }) });
   logLines = lines;
   receiver = await startReceiver();
   partnerKey = (await seedPartner(env.deps, { quota: 1000, topup: 500 })).key;
@@ -319,6 +323,74 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     await page.getByText('No page views are kept for it any more.').waitFor();
     await review('site-visitor');
   }, 60_000);
+
+  it('the site view: a page carrying the snippet sends beacons, and its visitor appears in the feed with its company', async () => {
+    // Apple's own network (AS714): a business in the shipped data.
+    const visitor = '17.253.0.99';
+    const [website] = await env.db<{ tracking_script_id: string }>`
+      select tracking_script_id::text from websites where api_key_id = ${child.id} and domain = ${child.domain}`;
+    // One server on 127.0.0.1: the shop's page at the child's domain, and for everything else the
+    // API behind a proxy that adds the visitor's address (TRUSTED_PROXIES believes 127.0.0.1).
+    const shop = http.createServer(async (req, res) => {
+      if ((req.headers.host ?? '').startsWith(child.domain) && req.url === '/') {
+        const origin = `http://${req.headers.host}`;
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end(
+          `<!doctype html><html><head><title>Shop</title><script async src="${origin}/t/${website?.tracking_script_id}.js"></script></head><body><h1>Shop</h1></body></html>`,
+        );
+        return;
+      }
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'connection') headers.set(k, v);
+      headers.set('x-forwarded-for', visitor);
+      const answer = await fetch(`${base}${req.url}`, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
+      res.writeHead(answer.status, Object.fromEntries([...answer.headers].filter(([k]) => k !== 'content-encoding' && k !== 'content-length')));
+      res.end(Buffer.from(await answer.arrayBuffer()));
+    });
+    await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
+    const shopPort = (shop.address() as AddressInfo).port;
+    // A visitor's browser, not an automated one: the tracker stays off under navigator.webdriver
+    // (and an automated beacon is a bot's), so this Chromium does not say it is driven.
+    const visitorBrowser = await chromium.launch({
+      executablePath: CHROMIUM,
+      ignoreDefaultArgs: ['--enable-automation'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-blink-features=AutomationControlled',
+        `--host-resolver-rules=MAP ${child.domain} 127.0.0.1`,
+      ],
+    });
+    try {
+      const tab = await visitorBrowser.newPage({ userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:130.0) Gecko/20100101 Firefox/130.0' });
+      expect(await tab.evaluate(() => navigator.webdriver)).toBe(false);
+      await tab.goto(`http://${child.domain}:${shopPort}/`);
+      await expect
+        .poll(
+          async () => (await env.db<{ n: number }>`select count(*)::int as n from tracker_events where ip = ${visitor}::inet and not is_bot`)[0]?.n,
+          {
+            timeout: 15_000,
+          },
+        )
+        .toBeGreaterThan(0);
+    } finally {
+      await visitorBrowser.close();
+      shop.closeAllConnections();
+      await new Promise((r) => shop.close(r));
+    }
+    await workTrackerQueue({ ctx: env.deps, input: {} });
+    // The child's feed, opened afresh: the visitor with the company its address names.
+    const visitorPage = page.url();
+    await page.goto(`${base}/console/#/`);
+    await page.getByRole('link', { name: 'Apple Inc.' }).waitFor({ timeout: 15_000 });
+    expect(await page.getByRole('row', { name: /Apple Inc\./ }).textContent()).toContain('apple.com');
+    // Back where the next step starts: the visitor page it leaves from.
+    await page.goto(visitorPage);
+    await page.getByRole('link', { name: 'Back to the visitors' }).waitFor();
+  }, 90_000);
 
   it('the site view: watch a visitor by keyboard, filter by watched, and export the filter as CSV', async () => {
     const [website] = await env.db<{ id: string }>`select id from websites where api_key_id = ${child.id} and domain = ${child.domain}`;
