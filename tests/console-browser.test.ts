@@ -4,7 +4,7 @@ import http, { type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { workTrackerQueue } from '@sightline/core';
+import { sweepWebhookDeliveries, workTrackerQueue } from '@sightline/core';
 import { createNodeServer } from '@sightline/host';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,6 +44,8 @@ const requestedUrls: string[] = [];
 /** Every key the session handled: the partner's, the child's first and its rotated one. */
 const keys: string[] = [];
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
+/** While true, the receiver answers 503: an event then fails its four attempts. */
+let receiverDown = false;
 
 /** The child the partner creates in the console, as later steps need it. */
 const child = { id: '', key: '', domain: uniqueDomain('console') };
@@ -55,7 +57,7 @@ beforeAll(async () => {
   // load balancer would): its beacons then come from a company's address the local data knows.
   env = await createTestEnv({ log, trustedProxies: ['127.0.0.1/32'], ip: realIpDeps({ providers: [], timeoutMs: 300 }) });
   logLines = lines;
-  receiver = await startReceiver();
+  receiver = await startReceiver((_q, res) => (receiverDown ? res.writeHead(503).end('down') : res.end('ok')));
   partnerKey = (await seedPartner(env.deps, { quota: 1000, topup: 500 })).key;
   keys.push(partnerKey);
   server = createNodeServer({ log, fetch: (req, bindings) => env.app.fetch(req, bindings) });
@@ -226,7 +228,7 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     expect(listed.body.children).toEqual([]);
   }, 60_000);
 
-  it('events: set the partner webhook, see a delivery, replay it to a receiver on 127.0.0.1', async () => {
+  it('events: set the partner webhook, see a delivery, replay a delivered and a failed one to a receiver on 127.0.0.1', async () => {
     const hooks = receiver;
     await page.getByRole('link', { name: 'Events' }).click();
     await page.getByLabel(/^URL for child\.\* events/).fill(hooks.url);
@@ -260,6 +262,33 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     await expect.poll(() => updates().length, { timeout: 10_000 }).toBe(2);
     // The same event, the same bytes.
     expect(updates()[1]?.body).toBe(updates()[0]?.body);
+
+    // An event that fails all four attempts (the receiver down; the sweep's clock moved past each
+    // retry), then replayed from the console once the receiver is back: it gets it.
+    receiverDown = true;
+    const renamedBack = await apiCall(partnerKey, 'partner-update-child', { body: { child_api_key_id: child.id, name: 'Console Shop' } });
+    expect(renamedBack.status).toBe(200);
+    await expect.poll(() => updates().length, { timeout: 10_000 }).toBe(3);
+    for (const minutes of [2, 8, 40]) {
+      await sweepWebhookDeliveries({ ctx: env.deps, input: { now: new Date(Date.now() + minutes * 60_000) } });
+    }
+    expect(updates()).toHaveLength(6);
+    receiverDown = false;
+    await page.getByLabel('Delivery').selectOption('failed');
+    const failed = page.getByRole('button', { name: /^Replay child\.updated/ });
+    await expect
+      .poll(
+        async () => {
+          await page.getByRole('button', { name: 'Refresh' }).click();
+          return failed.count();
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(1);
+    await failed.click();
+    await page.getByText('Queued for delivery again.').waitFor();
+    await expect.poll(() => updates().length, { timeout: 10_000 }).toBe(7);
+    expect(updates()[6]?.body).toBe(updates()[2]?.body);
   }, 60_000);
 
   it('white label: the partner sets a brand, and its header wears it at once', async () => {
