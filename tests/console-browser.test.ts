@@ -350,6 +350,7 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     await page.getByRole('heading', { name: 'ICP fit' }).waitFor();
     await page.getByText('No active ICP has scored this visitor.').waitFor();
     await page.getByText('No page views are kept for it any more.').waitFor();
+    expect(await page.locator('[data-crm]').textContent()).toBe('Not pushed');
     await review('site-visitor');
   }, 60_000);
 

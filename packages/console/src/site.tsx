@@ -371,6 +371,10 @@ function VisitorPage({ apiKey, ip, rawId }: { apiKey: string; ip: string; rawId:
         <dd>{when(v.last_seen)}</dd>
         <dt>High intent</dt>
         <dd>{v.high_intent ? 'Yes' : 'No'}</dd>
+        <dt>CRM</dt>
+        <dd data-crm={v.crm_status ?? 'none'}>
+          {v.crm_status === 'pushed' ? `Pushed (company ${v.crm_id ?? '?'})` : v.crm_status === 'failed' ? 'The push failed' : 'Not pushed'}
+        </dd>
       </dl>
       {v.source === 'tracker' && v.tracker_site && <Activity apiKey={apiKey} site={v.tracker_site} ip={v.ip} />}
     </section>

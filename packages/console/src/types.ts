@@ -118,6 +118,9 @@ export interface Visitor {
   sites_visited: string[];
   is_watched: boolean;
   is_pinned: boolean;
+  /** What the CRM push did (integrations): null until pushed. */
+  crm_status: 'pushed' | 'failed' | null;
+  crm_id: string | null;
 }
 
 export interface VisitorsPage {
