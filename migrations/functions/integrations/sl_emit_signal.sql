@@ -4,7 +4,8 @@
  * website's account that takes the signal, in the caller's transaction, unless that integration
  * already sent one about the same company within its cooldown (integration_cooldowns), or another
  * transaction is writing one about it now (a try-lock, never a wait); a digest integration keeps it
- * for the day's digest instead. Returns how many deliveries it wrote. Costs one indexed probe when the account has no integration.
+ * for the day's digest instead. Returns how many deliveries it wrote. Costs one indexed probe when
+ * the account has no integration.
  */
 create or replace function sl_emit_signal(p_website uuid, p_ip inet, p_signal text, p_icp jsonb default null) returns integer
 language plpgsql as $$
@@ -18,21 +19,17 @@ declare
   n integer := 0;
 begin
   select k.account_id, k.id into v_account, v_key from websites w join api_keys k on k.id = w.api_key_id where w.id = p_website;
-  if v_account is null or not exists (
-    select 1 from integrations
-    where account_id = v_account and status = 'active' and p_signal = any(signals) and (website_id is null or website_id = p_website)
-  ) then
-    return 0;
-  end if;
-  v_data := sl_signal_data(p_website, p_ip, p_icp);
-  v_company := left(coalesce(v_data #>> '{visitor,domain}', v_data #>> '{visitor,company_name}', host(p_ip)), 300);
-  -- A child's events carry its partner (as visitor_identified's do); a direct account's, itself.
-  v_partner := coalesce((select m.account_id from api_keys c join api_keys m on m.id = c.parent_api_key_id where c.id = v_key), v_account);
   for g in
     select id, cooldown_seconds, digest from integrations
     where account_id = v_account and status = 'active' and p_signal = any(signals) and (website_id is null or website_id = p_website)
     order by id
   loop
+    -- What the deliveries carry, read once and only when some integration takes the signal.
+    if v_data is null then
+      v_data := sl_signal_data(p_website, p_ip, p_icp);
+      v_company := left(coalesce(v_data #>> '{visitor,domain}', v_data #>> '{visitor,company_name}', host(p_ip)), 300);
+      v_partner := sl_events_owner(v_key);
+    end if;
     -- A digest keeps the day's first signal of each company for the day's one message.
     if g.digest then
       insert into integration_digest_items (integration_id, day, company, data)

@@ -8,16 +8,15 @@ create or replace function sl_emit_visitor_returned(p_website uuid, p_ip inet, p
 language plpgsql as $$
 declare
   v_key uuid;
-  v_owner uuid;
   v_partner uuid;
   v_identification uuid;
 begin
-  select w.api_key_id, k.account_id into v_key, v_owner from websites w join api_keys k on k.id = w.api_key_id where w.id = p_website;
+  select w.api_key_id into v_key from websites w where w.id = p_website;
   select identification_id into v_identification from visitors where website_id = p_website and ip = p_ip;
   if v_key is null or v_identification is null then
     return;
   end if;
-  v_partner := coalesce((select m.account_id from api_keys c join api_keys m on m.id = c.parent_api_key_id where c.id = v_key), v_owner);
+  v_partner := sl_events_owner(v_key);
   if sl_event_has_destination('child', v_partner, v_key) then
     perform sl_emit(v_partner, v_key, 'visitor_returned',
       sl_visitor_identified_data(v_identification) || jsonb_build_object('previous_visit_at', sl_iso(p_previous)), 'child');

@@ -37,10 +37,8 @@ begin
       where integration_id = g.id and delivery_status = 'pending' and lease_owner is null;
       select * into v_owner from accounts where id = g.account_id;
       select k.id into v_key from api_keys k where k.account_id = g.account_id order by k.created_at limit 1;
-      -- A child's events carry its partner (sl_settle_locked_identification's rule), a direct account's itself.
       perform sl_emit(
-        coalesce((select m.account_id from api_keys c join api_keys m on m.id = c.parent_api_key_id where c.id = v_key), g.account_id),
-        v_key, 'integration.paused',
+        coalesce(sl_events_owner(v_key), g.account_id), v_key, 'integration.paused',
         jsonb_build_object('integration_id', g.id, 'kind', g.kind, 'name', g.name, 'reason', v_pause),
         case when v_owner.is_phantom then 'child' else 'account' end);
     end if;

@@ -25,9 +25,7 @@ begin
     continue when v_items is null
       or not exists (select 1 from integrations where id = d.integration_id and status = 'active');
     select w.api_key_id into v_key from websites w where w.id = (v_items -> 0 ->> 'website_id')::uuid;
-    v_partner := coalesce(
-      (select m.account_id from api_keys c join api_keys m on m.id = c.parent_api_key_id where c.id = v_key),
-      (select account_id from integrations where id = d.integration_id));
+    v_partner := coalesce(sl_events_owner(v_key), (select account_id from integrations where id = d.integration_id));
     perform sl_emit(v_partner, v_key, 'digest', jsonb_build_object('day', d.day, 'signals', v_items), 'integration', d.integration_id);
     n := n + 1;
   end loop;

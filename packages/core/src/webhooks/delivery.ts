@@ -223,14 +223,21 @@ interface Run {
 }
 
 function signerFor(ctx: CoreDeps, run: Run, sealed: string): Promise<DeliverySigner> {
-  let signer = run.signers.get(sealed);
-  if (!signer) {
-    signer = ctx.keyring.open(sealed).then(createDeliverySigner);
-    // A secret that will not open fails each of its attempts, as before; the rejection is theirs.
-    signer.catch(() => undefined);
-    run.signers.set(sealed, signer);
+  return perSecret(run.signers, sealed, () => ctx.keyring.open(sealed).then(createDeliverySigner));
+}
+
+/**
+ * One promise per sealed secret and run, made on first use. A secret that will not open fails each
+ * of its attempts, as before; the rejection is theirs, so the kept promise's own is handled here.
+ */
+function perSecret<T>(cache: Map<string, Promise<T>>, sealed: string, make: () => Promise<T>): Promise<T> {
+  let kept = cache.get(sealed);
+  if (!kept) {
+    kept = make();
+    kept.catch(() => undefined);
+    cache.set(sealed, kept);
   }
-  return signer;
+  return kept;
 }
 
 /** What one attempt came to, before it is recorded. */
@@ -243,15 +250,9 @@ interface Attempted {
   externalId?: string;
 }
 
-/** A secret opened once per run, as the signers are (a rotated secret is another sealed value). */
+/** An integration's secret (its chat URL or token), opened once per run, as the signers are. */
 function openedFor(ctx: CoreDeps, run: Run, sealed: string): Promise<string> {
-  let opened = run.opened.get(sealed);
-  if (!opened) {
-    opened = ctx.keyring.open(sealed);
-    opened.catch(() => undefined);
-    run.opened.set(sealed, opened);
-  }
-  return opened;
+  return perSecret(run.opened, sealed, () => ctx.keyring.open(sealed));
 }
 
 /**

@@ -47,24 +47,17 @@ interface StoredSignal {
   };
 }
 
+/** A day's digest as stored (sl_write_integration_digests): each company's first signal of the day. */
+interface StoredDigest {
+  event: 'digest';
+  timestamp: string;
+  data: { day: string; signals: (StoredSignal['data'] & { signal: SignalKind })[] };
+}
+
 /**
- * The message the adapters take, from the stored envelope (sl_signal_data) and the service's public
+ * The message the adapters take, from a stored signal (sl_signal_data) and the service's public
  * address (the console link; none without PUBLIC_BASE_URL).
  */
-export function signalMessageOf(body: string, publicBaseUrl: string | undefined): SignalMessage {
-  const { event, timestamp, data } = JSON.parse(body) as StoredSignal;
-  return messageOf(event, timestamp, data, publicBaseUrl);
-}
-
-/** A day's digest (sl_write_integration_digests): its day and each company's first signal of it. */
-function digestOf(body: string, publicBaseUrl: string | undefined): { day: string; messages: SignalMessage[] } {
-  const { timestamp, data } = JSON.parse(body) as {
-    timestamp: string;
-    data: { day: string; signals: (StoredSignal['data'] & { signal: SignalKind })[] };
-  };
-  return { day: data.day, messages: data.signals.map((d) => messageOf(d.signal, timestamp, d, publicBaseUrl)) };
-}
-
 function messageOf(event: SignalKind, timestamp: string, data: StoredSignal['data'], publicBaseUrl: string | undefined): SignalMessage {
   const v = data.visitor;
   const id = v.identification_id ?? '';
@@ -117,13 +110,15 @@ export async function sendToIntegration(
   eventId: string,
   body: string,
 ): Promise<DeliveryOutcome> {
-  if ((JSON.parse(body) as { event: string }).event === 'digest') {
-    const { day, messages } = digestOf(body, ctx.publicBaseUrl);
+  const stored = JSON.parse(body) as StoredSignal | StoredDigest;
+  if (stored.event === 'digest') {
+    const { day, signals } = stored.data;
+    const messages = signals.map((d) => messageOf(d.signal, stored.timestamp, d, ctx.publicBaseUrl));
     // Only chat integrations keep digests (the integrations table's CHECK).
     const digest = kind === 'teams' ? teamsDigest(messages, day) : slackDigest(messages, day);
     return postToChatWebhook({ send: guardedSend(ctx) }, secret, digest);
   }
-  const message = signalMessageOf(body, ctx.publicBaseUrl);
+  const message = messageOf(stored.event, stored.timestamp, stored.data, ctx.publicBaseUrl);
   switch (kind) {
     case 'slack':
       return postToChatWebhook({ send: guardedSend(ctx) }, secret, slackMessage(message));
