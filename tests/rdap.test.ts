@@ -192,6 +192,7 @@ beforeAll(async () => {
   registry.add(network('89.246.65.0', '89.246.65.255', 'VERSATEL-POOL', 'ASSIGNED PA', [org('ORG-VT1-RIPE', '1&1 Versatel Deutschland GmbH')]));
   registry.add(network('24.70.1.0', '24.70.1.63', 'UMBRELLA', 'REASSIGNED', [org('C1', 'Umbrella Labs Inc')]));
   registry.add(network('24.71.0.0', '24.71.3.255', 'SOYLENT', 'DIRECT ASSIGNMENT', [org('SOY', 'Soylent Foods Corp')]));
+  registry.add(network('24.75.0.0', '24.75.0.255', 'INITECH', 'DIRECT ASSIGNMENT', [org('INI', 'Initech LLC')]));
   registry.add(network('24.72.0.0', '24.72.255.255', 'CHAIN-BB', 'DIRECT ALLOCATION', [org('CBB', 'Chain Broadband Inc')]));
   registry.add(network('24.80.0.0', '24.80.0.255', 'VANDELAY', 'DIRECT ASSIGNMENT', [org('VAN', 'Vandelay Industries Inc')]));
   registry.add(network('24.81.0.0', '24.81.0.255', 'KRAMERICA', 'DIRECT ASSIGNMENT', [org('KRA', 'Kramerica Industries Inc')]));
@@ -358,6 +359,25 @@ describe('one query per registered network', () => {
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => rdap.lookup(`24.70.1.${i + 1}`, null)));
     expect(answers.every((a) => a?.company_name === 'Umbrella Labs Inc')).toBe(true);
     expect(registry.count((a) => a.startsWith('24.70.'))).toBe(1);
+  });
+
+  it("a lookup whose store read comes back after the block's query finished reads what the query brought", async () => {
+    // The store answers late and in turn (a busy pool): the first lookup's query has come and gone
+    // before the others learn the store had nothing.
+    const store = postgresRdapStore(t.db);
+    let reads = 0;
+    const slow = {
+      read: async (a: Parameters<typeof store.read>[0]) => {
+        const row = await store.read(a);
+        await new Promise((r) => setTimeout(r, 150 * reads++));
+        return row;
+      },
+      write: store.write,
+    };
+    const rdap = source({}, { store: slow });
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => rdap.lookup(`24.75.0.${i + 1}`, null)));
+    expect(answers.map((a) => a?.company_name)).toEqual(Array(5).fill('Initech LLC'));
+    expect(registry.count((a) => a.startsWith('24.75.'))).toBe(1);
   });
 
   it('50 lookups across a /22 assignment cost one request, and a new process reads them from Postgres with none', async () => {

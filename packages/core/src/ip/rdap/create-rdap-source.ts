@@ -242,6 +242,9 @@ export function createRdapSource(deps: RdapDeps = {}, options: RdapOptions = DEF
       const deadline = now() + options.timeoutMs;
       const stored = await within(readStore(address, key), deadline - now());
       if (stored) return answer(stored, routing);
+      // The store read yielded: a query for this block may have started and even finished meanwhile.
+      const filled = memory.find(key, address);
+      if (filled) return answer(filled, routing);
       const running = inflight.get(key);
       if (running) {
         // Most often the registration it brings holds this address too; when it does not (a
