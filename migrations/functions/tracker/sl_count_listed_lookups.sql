@@ -16,9 +16,6 @@ declare
   v_ips inet[] := '{}';
   v_seen timestamptz[] := '{}';
   v_signs integer[] := '{}';
-  v_scopes uuid[];
-  v_kinds text[];
-  v_hours timestamptz[];
 begin
   if tg_op in ('UPDATE', 'DELETE') then
     select coalesce(array_agg(o.api_key_id), '{}'), coalesce(array_agg(o.ip), '{}'), coalesce(array_agg(o.last_seen), '{}'),
@@ -38,30 +35,26 @@ begin
   -- Only a key with a website can make a pair; the keys in one order, as the visitors' trigger.
   perform pg_advisory_xact_lock(hashtextextended(k.api_key_id::text, 34))
   from (select distinct w.api_key_id from websites w where w.api_key_id = any(v_keys) order by 1) k;
-  with c as (
-    select * from unnest(v_keys, v_ips, v_seen, v_signs) as c (api_key_id, ip, last_seen, d)
-  ), deltas as (
-    select c.api_key_id as scope_id, 'lookups' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
-    from c group by 1, 3
-    union all
-    select v.website_id, 'overlap', date_trunc('hour', least(c.last_seen, v.last_seen), 'UTC'), sum(c.d)::integer
-    from c
-    -- The address's identified visitors on the key's websites, probed by address (a lateral, so the
-    -- plan never hashes the whole table).
-    cross join lateral (
-      select v.website_id, v.last_seen from visitors v join websites w on w.id = v.website_id
-      where v.ip = c.ip and v.identification_id is not null and w.api_key_id = c.api_key_id
-    ) v
-    group by 1, 3
-  ), added as (
-    insert into visitor_listing_counts (scope_id, kind, hour, n)
-    select d.scope_id, d.kind, d.hour, d.n from deltas d where d.n <> 0
-    returning scope_id, kind, hour
-  )
-  select array_agg(scope_id), array_agg(kind), array_agg(hour) into v_scopes, v_kinds, v_hours from added;
-  if v_scopes is not null then
-    perform sl_fold_listing_counts(v_scopes, v_kinds, v_hours);
-  end if;
+  -- One call adds this statement's deltas and folds their hours (sl_add_listing_counts).
+  perform (
+    with c as (
+      select * from unnest(v_keys, v_ips, v_seen, v_signs) as c (api_key_id, ip, last_seen, d)
+    ), deltas as (
+      select c.api_key_id as scope_id, 'lookups' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
+      from c group by 1, 3
+      union all
+      select v.website_id, 'overlap', date_trunc('hour', least(c.last_seen, v.last_seen), 'UTC'), sum(c.d)::integer
+      from c
+      -- The address's identified visitors on the key's websites, probed by address (a lateral, so the
+      -- plan never hashes the whole table).
+      cross join lateral (
+        select v.website_id, v.last_seen from visitors v join websites w on w.id = v.website_id
+        where v.ip = c.ip and v.identification_id is not null and w.api_key_id = c.api_key_id
+      ) v
+      group by 1, 3
+    )
+    select sl_add_listing_counts(array_agg(d.scope_id), array_agg(d.kind), array_agg(d.hour), array_agg(d.n)) from deltas d
+  );
   return null;
 end
 $$;

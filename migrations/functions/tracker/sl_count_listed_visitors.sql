@@ -20,9 +20,6 @@ declare
   v_ips inet[] := '{}';
   v_seen timestamptz[] := '{}';
   v_signs integer[] := '{}';
-  v_scopes uuid[];
-  v_kinds text[];
-  v_hours timestamptz[];
 begin
   -- Transition tables exist only for the event that fired: each is read in its own branch.
   if tg_op in ('UPDATE', 'DELETE') then
@@ -43,27 +40,23 @@ begin
   -- The keys in one order, so two statements' locks never wait in a circle.
   perform pg_advisory_xact_lock_shared(hashtextextended(k.api_key_id::text, 34))
   from (select distinct w.api_key_id from websites w where w.id = any(v_sites) order by 1) k;
-  with c as (
-    select * from unnest(v_sites, v_ips, v_seen, v_signs) as c (website_id, ip, last_seen, d)
-  ), deltas as (
-    select c.website_id as scope_id, 'visitors' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
-    from c group by 1, 3
-    union all
-    select c.website_id, 'overlap', date_trunc('hour', least(c.last_seen, a.last_seen), 'UTC'), sum(c.d)::integer
-    from c join websites w on w.id = c.website_id
-    -- The website's key's lookup of the address, probed by the unique key (a lateral, so the plan,
-    -- made without knowing the statement is small, never hashes the whole table).
-    cross join lateral (select a.last_seen from api_lookups a where a.api_key_id = w.api_key_id and a.ip = c.ip limit 1) a
-    group by 1, 3
-  ), added as (
-    insert into visitor_listing_counts (scope_id, kind, hour, n)
-    select d.scope_id, d.kind, d.hour, d.n from deltas d where d.n <> 0
-    returning scope_id, kind, hour
-  )
-  select array_agg(scope_id), array_agg(kind), array_agg(hour) into v_scopes, v_kinds, v_hours from added;
-  if v_scopes is not null then
-    perform sl_fold_listing_counts(v_scopes, v_kinds, v_hours);
-  end if;
+  -- One call adds this statement's deltas and folds their hours (sl_add_listing_counts).
+  perform (
+    with c as (
+      select * from unnest(v_sites, v_ips, v_seen, v_signs) as c (website_id, ip, last_seen, d)
+    ), deltas as (
+      select c.website_id as scope_id, 'visitors' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
+      from c group by 1, 3
+      union all
+      select c.website_id, 'overlap', date_trunc('hour', least(c.last_seen, a.last_seen), 'UTC'), sum(c.d)::integer
+      from c join websites w on w.id = c.website_id
+      -- The website's key's lookup of the address, probed by the unique key (a lateral, so the plan,
+      -- made without knowing the statement is small, never hashes the whole table).
+      cross join lateral (select a.last_seen from api_lookups a where a.api_key_id = w.api_key_id and a.ip = c.ip limit 1) a
+      group by 1, 3
+    )
+    select sl_add_listing_counts(array_agg(d.scope_id), array_agg(d.kind), array_agg(d.hour), array_agg(d.n)) from deltas d
+  );
   return null;
 end
 $$;

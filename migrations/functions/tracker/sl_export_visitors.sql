@@ -6,8 +6,9 @@
  * again), then the marks' filters (an api row has none).
  *
  * A whole window is read, so there is no page to bound and no count: the planner picks its scans
- * (plain SQL, inlined into the caller's cursor). The row's JSON is written as sl_list_visitors writes
- * its page's; tests/visitor-marks.test.ts holds the two to the same rows.
+ * (plain SQL, inlined into the caller's cursor, and sl_listed_visitor_row into it). Each row is
+ * written by sl_listed_visitor_row, as sl_list_visitors writes its page's; tests/visitor-marks.test.ts
+ * holds the two to the same rows.
  */
 create or replace function sl_export_visitors(
   p_account_id uuid, p_api_key_id uuid, p_site text, p_since timestamptz, p_until timestamptz, p_pattern text,
@@ -51,38 +52,6 @@ as $$
   )
   select row_to_json(r)::text
   from listed p cross join keyed k
-  left join lateral (
-    select i.identification_type, i.person_linkedin_url, i.person_linkedin_name, i.person_linkedin_title,
-           i.person_linkedin_company, i.domain, i.company_name, i.company_linkedin_url, i.confidence, i.country,
-           i.industry, i.employees
-    from identifications i where p.source = 'tracker' and i.id = p.row_id limit 1
-  ) i on true
-  left join lateral (
-    select a.company_name, a.domain, a.confidence, a.first_seen, a.country, a.lookup_count
-    from api_lookups a where p.source = 'api' and a.id = p.row_id limit 1
-  ) a on true
-  cross join lateral (select
-    host(p.ip) as ip, p.source,
-    coalesce(i.identification_type, 'company') as identification_type,
-    coalesce(i.person_linkedin_name, i.company_name, a.company_name) as display_name,
-    i.person_linkedin_url, i.person_linkedin_name, i.person_linkedin_title, i.person_linkedin_company,
-    coalesce(i.domain, a.domain) as domain, coalesce(i.company_name, a.company_name) as company_name,
-    i.company_linkedin_url, coalesce(i.confidence, a.confidence)::float8 as confidence,
-    sl_iso(p.last_seen) as last_seen, sl_iso(coalesce(p.first_seen, a.first_seen)) as first_seen,
-    coalesce(p.visit_count, 0) as visit_count, coalesce(p.pages_viewed, 0) as pages_viewed,
-    coalesce(p.active_ms / 1000, 0)::integer as active_seconds,
-    k.domains[array_position(k.all_ids, p.website_id)] as tracker_site, nullif(coalesce(i.country, a.country), '') as country,
-    i.industry, i.employees,
-    coalesce(p.high_intent, false) as high_intent,
-    p.row_id::text as raw_id,
-    coalesce(p.identified_count, a.lookup_count) as lookup_count,
-    case when p.source = 'tracker' and cardinality(k.all_ids) = 1 then k.domains
-         else array(select distinct k.domains[array_position(k.all_ids, o.website_id)] as domain from visitors o
-                    where o.ip = p.ip and o.website_id = any(k.all_ids) order by domain) end as sites_visited,
-    coalesce(p.is_watched, false) as is_watched, coalesce(p.is_pinned, false) as is_pinned, p.crm_status,
-    -- The CRM's company id, read only for the rows an integration pushed.
-    case when p.crm_status is not null then (select o.crm_id from visitors o where o.website_id = p.website_id and o.ip = p.ip) end
-      as crm_id
-  ) r
+  cross join lateral sl_listed_visitor_row(p::sl_listed_visitor, k.all_ids, k.domains) r
   order by p.last_seen desc, p.ip, p.website_id nulls last
 $$;

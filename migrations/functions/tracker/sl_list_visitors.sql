@@ -248,45 +248,14 @@ begin
       into v_total, v_page;
   end if;
 
-  -- The page as JSON text, keys in the contract's order: answered as it is, not parsed into rows and
-  -- written out again by the server.
+  -- The page as JSON text, keys in the contract's order (sl_listed_visitor_row): answered as it is,
+  -- not parsed into rows and written out again by the server.
   return query
-  select v_total::integer, cardinality(v_page), coalesce(json_agg(r order by p.n), '[]')::text
-  from unnest(v_page) with ordinality p (website_id, ip, last_seen, source, row_id, first_seen, visit_count, pages_viewed,
-                                         active_ms, high_intent, identified_count, is_watched, is_pinned, crm_status, n)
-  -- Limited, so not flattened into joins: each looked up by its key.
-  left join lateral (
-    select i.identification_type, i.person_linkedin_url, i.person_linkedin_name, i.person_linkedin_title,
-           i.person_linkedin_company, i.domain, i.company_name, i.company_linkedin_url, i.confidence, i.country,
-           i.industry, i.employees
-    from identifications i where p.source = 'tracker' and i.id = p.row_id limit 1
-  ) i on true
-  left join lateral (
-    select a.company_name, a.domain, a.confidence, a.first_seen, a.country, a.lookup_count
-    from api_lookups a where p.source = 'api' and a.id = p.row_id limit 1
-  ) a on true
-  cross join lateral (select
-    host(p.ip) as ip, p.source,
-    coalesce(i.identification_type, 'company') as identification_type,
-    coalesce(i.person_linkedin_name, i.company_name, a.company_name) as display_name,
-    i.person_linkedin_url, i.person_linkedin_name, i.person_linkedin_title, i.person_linkedin_company,
-    coalesce(i.domain, a.domain) as domain, coalesce(i.company_name, a.company_name) as company_name,
-    i.company_linkedin_url, coalesce(i.confidence, a.confidence)::float8 as confidence,
-    sl_iso(p.last_seen) as last_seen, sl_iso(coalesce(p.first_seen, a.first_seen)) as first_seen,
-    coalesce(p.visit_count, 0) as visit_count, coalesce(p.pages_viewed, 0) as pages_viewed,
-    coalesce(p.active_ms / 1000, 0)::integer as active_seconds,
-    v_domains[array_position(v_all, p.website_id)] as tracker_site, nullif(coalesce(i.country, a.country), '') as country, i.industry, i.employees,
-    coalesce(p.high_intent, false) as high_intent,
-    p.row_id::text as raw_id,
-    coalesce(p.identified_count, a.lookup_count) as lookup_count,
-    -- With one tracker, a tracker row's address has visited exactly that one.
-    case when p.source = 'tracker' and cardinality(v_all) = 1 then v_domains
-         else array(select distinct v_domains[array_position(v_all, o.website_id)] as domain from visitors o
-                    where o.ip = p.ip and o.website_id = any(v_all) order by domain) end as sites_visited,
-    coalesce(p.is_watched, false) as is_watched, coalesce(p.is_pinned, false) as is_pinned, p.crm_status,
-    -- The CRM's company id, read only for the rows an integration pushed.
-    case when p.crm_status is not null then (select o.crm_id from visitors o where o.website_id = p.website_id and o.ip = p.ip) end
-      as crm_id
-  ) r;
+  select v_total::integer, cardinality(v_page), coalesce(json_agg(r order by p.ordinality), '[]')::text
+  from unnest(v_page) with ordinality p
+  cross join lateral sl_listed_visitor_row(
+    row(p.website_id, p.ip, p.last_seen, p.source, p.row_id, p.first_seen, p.visit_count, p.pages_viewed, p.active_ms,
+        p.high_intent, p.identified_count, p.is_watched, p.is_pinned, p.crm_status)::sl_listed_visitor,
+    v_all, v_domains) r;
 end
 $$;
