@@ -18,8 +18,9 @@ import { aiEngineFor } from '@sightline/core/compose/build-deps';
 import { parseEnv } from '@sightline/core/compose/config';
 import { urlOnlyProfile } from '@sightline/core/research/url-only';
 import { delay, HttpResponse, http } from 'msw';
-import { setupServer } from 'msw/node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { mockHttpServer } from './support/mock-http.ts';
+import { rejection } from './support/rejection.ts';
 
 /*
  * The OpenAI-compatible adapter against chat-completions answers in the shapes the servers send
@@ -149,22 +150,9 @@ function engine(opts: Partial<OpenAiCompatibleOptions> = {}) {
   });
 }
 
-async function failure(p: Promise<unknown>): Promise<AiEngineError> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AiEngineError);
-  return err as AiEngineError;
-}
+const failure = (p: Promise<unknown>) => rejection(p, AiEngineError);
 
-const server = setupServer();
-beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
-afterEach(() => {
-  server.resetHandlers();
-  sleeps.length = 0;
-});
-afterAll(() => server.close());
+const server = mockHttpServer({ clear: [sleeps] });
 
 const write = (ai = engine(), template: MessageTemplate = {}) =>
   ai.writeMessage({ profile, research, product, template, sender, additionalResearch: null });

@@ -1,14 +1,13 @@
-import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
-import http, { type Server } from 'node:http';
+import http from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { sweepWebhookDeliveries, workTrackerQueue } from '@sightline/core';
-import { createNodeServer } from '@sightline/host';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
+import { CHROMIUM, chromiumFor, type LoopbackHost, startLoopbackHost } from './support/browser.ts';
 import { realIpDeps } from './support/ip.ts';
 import { capturingLogger, type LogLine } from './support/log.ts';
 import { REPO_ROOT } from './support/process.ts';
@@ -23,15 +22,13 @@ import { seedIdentifiedVisitor } from './support/visitors.ts';
  * against the API itself, never against the page. Each page is checked with axe-core and
  * photographed at 360 px and 1280 px into tests/.screenshots/console/ (git-ignored).
  */
-const CHROMIUM = '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) console.warn(`console-browser: skipped, no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+const haveChromium = chromiumFor('console-browser');
 
 const SHOTS = path.join(REPO_ROOT, 'tests/.screenshots/console');
 const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let env: TestEnv;
-let server: Server;
+let host: LoopbackHost;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
@@ -60,9 +57,8 @@ beforeAll(async () => {
   receiver = await startReceiver((_q, res) => (receiverDown ? res.writeHead(503).end('down') : res.end('ok')));
   partnerKey = (await seedPartner(env.deps, { quota: 1000, topup: 500 })).key;
   keys.push(partnerKey);
-  server = createNodeServer({ log, fetch: (req, bindings) => env.app.fetch(req, bindings) });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  host = await startLoopbackHost({ log, fetch: (req, bindings) => env.app.fetch(req, bindings) });
+  base = `http://127.0.0.1:${host.port}`;
   await mkdir(SHOTS, { recursive: true });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -78,8 +74,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (!haveChromium) return;
   await browser?.close();
-  server?.closeAllConnections();
-  await new Promise((r) => server?.close(r));
+  await host?.close();
   await receiver?.close();
   await env?.close();
 });

@@ -3,6 +3,7 @@ import { HttpResponse, http } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { seedUsCompaniesIcp } from './support/icps.ts';
 import { realIpDeps, tableProvider } from './support/ip.ts';
 import { startReceiver } from './support/receiver.ts';
 import { seedPartner } from './support/seed.ts';
@@ -375,12 +376,7 @@ describe('high intent and ICP signals', () => {
     try {
       const s = await site();
       await createIntegration(s, { kind: 'slack', name: 'icp', webhook_url: channel.url, signals: ['icp_qualified'], cooldown_seconds: 0 });
-      const [owner] = await env.db<{ account_id: string }>`select account_id from api_keys where id = ${s.apiKeyId}`;
-      await env.db`
-        with product as (insert into products (account_id, name) values (${owner?.account_id ?? ''}, 'Visitor ID') returning id)
-        insert into icps (account_id, product_id, name, description, workflow_status, review_status, engine, company_characteristics)
-        select ${owner?.account_id ?? ''}, id, 'US companies', 'Companies in the US', 'active', 'approved', 'builtin', '{"countries": ["US"]}'::jsonb
-        from product`;
+      await seedUsCompaniesIcp(env.db, s.apiKeyId);
       await identify(s, apple());
       await scoreIdentifications({ ctx: env.deps, input: {} });
       await sweepWebhookDeliveries({ ctx: env.deps, input: {} });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
-import { seedDirectKey, seedPartner } from './support/seed.ts';
+import { type AccountTrackers, listedTotal, seedAccountTrackers, seedVisitors, type VisitorSeed } from './support/visitors.ts';
 
 /**
  * list-visitors' `total` without a search is summed from hourly counts that triggers on visitors
@@ -11,25 +11,11 @@ import { seedDirectKey, seedPartner } from './support/seed.ts';
  * tracker or several, for every source.
  */
 let env: TestEnv;
-let key: Awaited<ReturnType<typeof seedDirectKey>>;
-let second: Awaited<ReturnType<typeof seedDirectKey>>;
+let key: AccountTrackers['key'];
+let second: AccountTrackers['second'];
 let accountKey: string;
 let accountKeyId: string;
 let domains: string[];
-
-/** What list-visitors must answer: the window's rows counted directly (a lookup a listed tracker row has is not counted again). */
-async function expectedTotal(since: Date, source: 'all' | 'tracker' | 'api', sites: string[], apiKeyId: string): Promise<number> {
-  const [row] = await env.db<{ n: number }>`
-    with t as (
-      select ip from visitors
-      where ${source !== 'api'} and website_id = any(${`{${sites.join(',')}}`}::uuid[]) and identification_id is not null and last_seen >= ${since}
-    )
-    select ((select count(*) from t)
-          + (select count(*) from api_lookups a
-             where ${source !== 'tracker'} and a.api_key_id = ${apiKeyId} and a.last_seen >= ${since}
-               and not exists (select 1 from t where t.ip = a.ip)))::int as n`;
-  return row?.n ?? -1;
-}
 
 /** Windows that start at the hour, inside it, at its last microsecond, in the future; each source; one tracker and the account's two. */
 async function checkTotals(step: string) {
@@ -57,7 +43,7 @@ async function checkTotals(step: string) {
         const res = await call(env, 'list-visitors', { key: c.apiKey, query: { since: since.toISOString(), source, limit: '1' } });
         expect(res.status).toBe(200);
         const sites = c.sites.length ? c.sites : [key.website_id, second.website_id];
-        const want = await expectedTotal(since, source, sites, c.apiKeyId);
+        const want = await listedTotal(env.db, { since, source, sites, apiKeyId: c.apiKeyId });
         if (res.body.total !== want)
           failures.push(`${step}: since ${since.toISOString()} ${source} ${sites.length} site(s): ${res.body.total} ≠ ${want}`);
       }
@@ -69,7 +55,7 @@ async function checkTotals(step: string) {
     ] as const) {
       const res = await call(env, 'list-visitors', { key: apiKey, query: { since: since.toISOString(), tracker_site: domain ?? '' } });
       const site = domain === domains[0] ? key : second;
-      const want = await expectedTotal(since, 'all', [site.website_id], site.api_key_id);
+      const want = await listedTotal(env.db, { since, source: 'all', sites: [site.website_id], apiKeyId: site.api_key_id });
       if (res.body.total !== want) failures.push(`${step}: since ${since.toISOString()} tracker_site ${domain}: ${res.body.total} ≠ ${want}`);
     }
   }
@@ -78,38 +64,21 @@ async function checkTotals(step: string) {
 
 beforeAll(async () => {
   env = await createTestEnv();
-  const partner = await seedPartner(env.deps, { quota: 1000 });
   // Two direct trackers of one account, each owned by its own key.
-  key = await seedDirectKey(env.deps, partner.account_id);
-  second = await seedDirectKey(env.deps, partner.account_id);
-  await env.db`update api_keys set scope = 'websites' where id = any(${`{${key.api_key_id},${second.api_key_id}}`}::uuid[])`;
-  accountKey = partner.key;
-  accountKeyId = partner.api_key_id;
-  const ws = await env.db<{
-    id: string;
-    domain: string;
-  }>`select id, domain from websites where id = any(${`{${key.website_id},${second.website_id}}`}::uuid[])`;
-  domains = [key.website_id, second.website_id].map((id) => ws.find((w) => w.id === id)?.domain ?? '');
+  ({ key, second, accountKey, accountKeyId, domains } = await seedAccountTrackers(env));
   // 60 addresses on the first tracker and 20 of them on the second, seen over 40 days (several an
   // hour, some at the hour's first microsecond); two of three identified. The key's lookups: every
   // third address the tracker saw, at other times, and 20 addresses it did not.
-  await env.db`
-    with src as (
-      select w.id as website_id, w.api_key_id, '10.20.0.0'::inet + g as ip, g,
-             date_trunc('hour', now()) - make_interval(hours => (g * 37) % 960) + case when g % 4 = 0 then interval '0' else make_interval(mins => g % 60) end as last_seen
-      from websites w cross join generate_series(1, 60) g
-      where w.id = ${key.website_id} or (w.id = ${second.website_id} and g <= 20)
-    ), ids as (
-      insert into identifications (website_id, ip, api_key_id, period_start, status, created_at, identified_at, identification_type,
-                                   traffic_type, reason, confidence, country, domain, company_name)
-      select website_id, ip, api_key_id, date_trunc('month', now()), 'identified', last_seen, last_seen, 'company',
-             'business', 'test', 0.8, 'US', 'counted' || g || '.example', 'Counted ' || g
-      from src where g % 3 <> 0
-      returning id, website_id, ip
-    )
-    insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, visit_count, pages_viewed, identification_id, identified_count)
-    select s.website_id, s.ip, s.api_key_id, s.last_seen - interval '1 day', s.last_seen, 1, 1, ids.id, case when ids.id is null then 0 else 1 end
-    from src s left join ids on ids.website_id = s.website_id and ids.ip = s.ip`;
+  await seedVisitors(
+    env.db,
+    await env.db<VisitorSeed>`
+      select w.id as website_id, w.api_key_id, host('10.20.0.0'::inet + g) as ip, last_seen - interval '1 day' as first_seen, last_seen,
+             case when g % 3 <> 0 then 'counted' || g || '.example' end as domain, case when g % 3 <> 0 then 'Counted ' || g end as company_name
+      from websites w cross join generate_series(1, 60) g,
+           lateral (select date_trunc('hour', now()) - make_interval(hours => (g * 37) % 960)
+                             + case when g % 4 = 0 then interval '0' else make_interval(mins => g % 60) end as last_seen) t
+      where w.id = ${key.website_id} or (w.id = ${second.website_id} and g <= 20)`,
+  );
   await env.db`
     insert into api_lookups (api_key_id, ip, first_seen, last_seen, lookup_count, domain, company_name, confidence, country, label_id)
     select ${key.api_key_id}, '10.20.0.0'::inet + g, ls - interval '2 days', ls, 1, 'looked' || g || '.example', 'Looked ' || g, 0.7, 'US',

@@ -1,7 +1,7 @@
 import { createPeopleDataLabsPersonMatcher } from '@sightline/core/ip/person-match';
 import { delay, HttpResponse, http } from 'msw';
-import { setupServer } from 'msw/node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { mockHttpServer, signal } from './support/mock-http.ts';
 import { pdlIpRecord } from './support/pdl.ts';
 
 /*
@@ -46,7 +46,8 @@ interface Seen {
 }
 const seen: Seen[] = [];
 
-const server = setupServer(
+const server = mockHttpServer(
+  { clear: [seen] },
   http.get(PDL_IP, async ({ request }) => {
     const url = new URL(request.url);
     seen.push({ method: 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), apiKey: request.headers.get('x-api-key') });
@@ -107,14 +108,7 @@ const server = setupServer(
     }
   }),
 );
-beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
-afterEach(() => {
-  server.resetHandlers();
-  seen.length = 0;
-});
-afterAll(() => server.close());
 
-const signal = () => AbortSignal.timeout(5_000);
 const pdl = createPeopleDataLabsPersonMatcher({ apiKey: KEY });
 const searches = () => seen.filter((s) => s.method === 'POST');
 

@@ -4,8 +4,9 @@ import { ProviderHttpError } from '@sightline/core/ip/providers/http';
 import { createPeopleDataLabsResearch } from '@sightline/core/research/people-data-labs';
 import { nameFromProfileUrl, urlOnlyProfile, urlOnlyResearch } from '@sightline/core/research/url-only';
 import { delay, HttpResponse, http } from 'msw';
-import { setupServer } from 'msw/node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { mockHttpServer, signal } from './support/mock-http.ts';
+import { rejection } from './support/rejection.ts';
 
 /*
  * People Data Labs' Person Enrichment API in its documented shapes: a match is
@@ -70,7 +71,8 @@ const janeRecord = {
 };
 
 const seen: URL[] = [];
-const server = setupServer(
+mockHttpServer(
+  { clear: [seen] },
   http.get(ENRICH, async ({ request }) => {
     const url = new URL(request.url);
     seen.push(url);
@@ -99,23 +101,6 @@ const server = setupServer(
     }
   }),
 );
-beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
-afterEach(() => {
-  server.resetHandlers();
-  seen.length = 0;
-});
-afterAll(() => server.close());
-
-const signal = () => AbortSignal.timeout(5_000);
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(Error);
-  return err as Error;
-}
 
 describe('People Data Labs profile research', () => {
   const pdl = createPeopleDataLabsResearch({ apiKey: KEY });
@@ -154,7 +139,7 @@ describe('People Data Labs profile research', () => {
 
   it('a wrong key throws 401 without repeating the key', async () => {
     const wrong = createPeopleDataLabsResearch({ apiKey: 'pdl-wrong-key-0123456789' });
-    const err = await rejection(wrong.lookup(JANE, signal()));
+    const err = await rejection(wrong.lookup(JANE, signal()), Error);
     expect(err).toBeInstanceOf(ProviderHttpError);
     expect((err as ProviderHttpError).status).toBe(401);
     expect(err.message).toContain('people-data-labs answered HTTP 401');
@@ -163,7 +148,7 @@ describe('People Data Labs profile research', () => {
   });
 
   it('a 5xx throws with its status, without the key', async () => {
-    const err = await rejection(pdl.lookup('https://www.linkedin.com/in/broken', signal()));
+    const err = await rejection(pdl.lookup('https://www.linkedin.com/in/broken', signal()), Error);
     expect((err as ProviderHttpError).status).toBe(500);
     expect(err.message).toContain('people-data-labs answered HTTP 500: Something went wrong');
     expect(err.message).not.toContain(KEY);

@@ -1,11 +1,8 @@
-import { existsSync } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { aggregateTrackerEvents } from '@sightline/core';
-import { createNodeServer } from '@sightline/host';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from './support/app.ts';
+import { CHROMIUM, chromiumFor, type LoopbackHost, startLoopbackHost } from './support/browser.ts';
 import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
 
 /**
@@ -13,9 +10,7 @@ import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
  * loaded from the API's host, the page is on the website's own domain, and every claim is checked
  * in the database (tracker_events, and visitors after the worker ran), never in the script.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) console.warn(`tracker-browser: skipped, no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+const haveChromium = chromiumFor('tracker-browser');
 
 const API_HOST = 'api.sightline.test';
 // A desktop Chrome's user agent: headless Chromium's own names HeadlessChrome, which isbot (rightly) calls a bot.
@@ -39,7 +34,7 @@ const consent = (page: Page, call: 'grant' | 'revoke' | 'status') =>
   page.evaluate((c) => String((window as unknown as PageGlobals).sightline[c]() ?? ''), call);
 
 let env: TestEnv;
-let server: Server;
+let host: LoopbackHost;
 let browser: Browser;
 let port = 0;
 let partnerKey = '';
@@ -51,7 +46,7 @@ beforeAll(async () => {
   env = await createTestEnv();
   partnerKey = (await seedPartner(env.deps, { quota: 1000 })).key;
   // One server for both sides: the API (the script, collect) on any host, and the websites' pages.
-  server = createNodeServer({
+  host = await startLoopbackHost({
     log: env.deps.log,
     fetch: (req, bindings) => {
       const url = new URL(req.url);
@@ -63,8 +58,7 @@ beforeAll(async () => {
       return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } });
     },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
+  port = host.port;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     // Playwright turns the back/forward cache off by default; the restore test needs it.
@@ -85,8 +79,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (!haveChromium) return;
   await browser?.close();
-  server?.closeAllConnections();
-  await new Promise((r) => server?.close(r));
+  await host?.close();
   await env?.close();
 });
 

@@ -1,6 +1,7 @@
 import { scoreIdentifications, workTrackerQueue } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { seedUsCompaniesIcp } from './support/icps.ts';
 import { realIpDeps } from './support/ip.ts';
 import { seedPartner } from './support/seed.ts';
 import { pageView, trackedChild } from './support/tracker.ts';
@@ -23,12 +24,7 @@ describe('visitor-activity', () => {
     const partner = await seedPartner(env.deps, { quota: 100 });
     const site = await trackedChild(env, partner.key);
     const ip = '17.253.40.7';
-    const [owner] = await env.db<{ account_id: string }>`select account_id from api_keys where id = ${site.apiKeyId}`;
-    await env.db`
-      with product as (insert into products (account_id, name) values (${owner?.account_id ?? ''}, 'Visitor ID') returning id)
-      insert into icps (account_id, product_id, name, description, workflow_status, review_status, engine, company_characteristics)
-      select ${owner?.account_id ?? ''}, id, 'US companies', 'Companies in the US', 'active', 'approved', 'builtin', '{"countries": ["US"]}'::jsonb
-      from product`;
+    await seedUsCompaniesIcp(env.db, site.apiKeyId);
     for (const path of ['/', '/pricing', '/contact']) await pageView(env, site, ip, { path });
     await pageView(env, site, ip, { path: '/bot-only', userAgent: 'Googlebot/2.1 (+http://www.google.com/bot.html)' });
     await workTrackerQueue({ ctx: env.deps, input: {} });

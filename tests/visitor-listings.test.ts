@@ -5,6 +5,7 @@ import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { realIpDeps, tableProvider } from './support/ip.ts';
 import { seedDirectKey, seedPartner, uniqueDomain } from './support/seed.ts';
 import { pageView, type TrackedSite, trackedChild } from './support/tracker.ts';
+import { seedVisitors, type VisitorSeed } from './support/visitors.ts';
 
 /**
  * list-visitors and identification-list over data made the way production makes it: beacons
@@ -308,30 +309,25 @@ describe('list-visitors without a search, across trackers', () => {
     // 40 addresses per tracker from a pool of 30 (a quarter of them IPv6), so an address is on several
     // trackers; last_seen from 6 values over 45 days, so rows tie; every fifth visitor not identified
     // (never listed).
-    await env.db`
-      with src as (
-        select distinct on (w.id, ip) w.id as website_id, w.api_key_id, ip, g, last_seen
-        from unnest(${uuids(websites)}::uuid[]) with ordinality s (id, k)
-        join websites w on w.id = s.id
-        cross join generate_series(1, 40) g
-        cross join lateral (select ((g * 7 + s.k * 13) % 30)::int as n) p
-        -- Each IPv6 address in a /64 of its own: a /64 is one identification per website and period.
-        cross join lateral (select case when n % 4 = 0 then ('2001:db8:0:' || n || '::')::inet else '10.9.0.0'::inet end + n as ip,
-                                   date_trunc('second', now()) - make_interval(days => ((g * 3 + s.k) % 6)::int * 9) as last_seen) x
-        order by w.id, ip, g
-      ), ids as (
-        insert into identifications (website_id, ip, api_key_id, period_start, status, created_at, identified_at, identification_type,
-                                     traffic_type, reason, confidence, country, domain, company_name)
-        select website_id, ip, api_key_id, date_trunc('month', now()), 'identified', last_seen, last_seen, 'company',
-               'business', 'test', 0.8, 'US', 'listed' || g || '.example', 'Listed ' || g
-        from src where g % 5 <> 0
-        returning id, website_id, ip
-      )
-      insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, visit_count, pages_viewed, identification_id, identified_count)
-      select s.website_id, s.ip, s.api_key_id, s.last_seen - interval '1 hour', s.last_seen, 1, 1, ids.id, case when ids.id is null then 0 else 1 end
-      from src s left join ids on ids.website_id = s.website_id and ids.ip = s.ip
-      -- Stored out of address order, so rows that tie on last_seen are not in the page's order by chance.
-      order by md5(host(s.ip))`;
+    await seedVisitors(
+      env.db,
+      await env.db<VisitorSeed>`
+        select website_id, api_key_id, host(ip) as ip, last_seen - interval '1 hour' as first_seen, last_seen,
+               case when g % 5 <> 0 then 'listed' || g || '.example' end as domain, case when g % 5 <> 0 then 'Listed ' || g end as company_name
+        from (
+          select distinct on (w.id, ip) w.id as website_id, w.api_key_id, ip, g, last_seen
+          from unnest(${uuids(websites)}::uuid[]) with ordinality s (id, k)
+          join websites w on w.id = s.id
+          cross join generate_series(1, 40) g
+          cross join lateral (select ((g * 7 + s.k * 13) % 30)::int as n) p
+          -- Each IPv6 address in a /64 of its own: a /64 is one identification per website and period.
+          cross join lateral (select case when n % 4 = 0 then ('2001:db8:0:' || n || '::')::inet else '10.9.0.0'::inet end + n as ip,
+                                     date_trunc('second', now()) - make_interval(days => ((g * 3 + s.k) % 6)::int * 9) as last_seen) x
+          order by w.id, ip, g
+        ) src
+        -- Stored out of address order, so rows that tie on last_seen are not in the page's order by chance.
+        order by md5(host(ip))`,
+    );
     // The master key's own lookups, half of them addresses the trackers saw, at tying times too; and
     // another key's lookups of the same addresses, which are not the master key's to list.
     for (const key of [partner.api_key_id, trackers[0]?.api_key_id ?? '']) {

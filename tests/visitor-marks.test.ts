@@ -1,7 +1,9 @@
 import { type CoreDeps, csvField, EXPORT_COLUMNS, exportVisitors, type KeyRecord, type Sql, type SqlValue } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { parseCsv } from './support/csv.ts';
 import { seedDirectKey, seedPartner, uniqueDomain } from './support/seed.ts';
+import { type AccountTrackers, listedTotal, seedAccountTrackers, seedVisitors, type VisitorSeed } from './support/visitors.ts';
 
 /**
  * The site view's visitor actions: visitor-mark watches and pins a listed visitor; list-visitors
@@ -10,39 +12,12 @@ import { seedDirectKey, seedPartner, uniqueDomain } from './support/seed.ts';
  * rows as list-visitors, as CSV, read through a cursor a batch at a time.
  */
 let env: TestEnv;
-let key: Awaited<ReturnType<typeof seedDirectKey>>;
-let second: Awaited<ReturnType<typeof seedDirectKey>>;
+let key: AccountTrackers['key'];
+let second: AccountTrackers['second'];
 let accountKey: string;
 let accountKeyId: string;
 let domains: string[];
 const ip = (g: number) => `10.30.0.${g}`;
-
-/** The listing's rows, counted straight from the tables with the filters (the reference for `total`). */
-async function expectedTotal(q: {
-  since: Date;
-  until?: Date;
-  source: 'all' | 'tracker' | 'api';
-  sites: string[];
-  apiKeyId: string;
-  watched?: boolean;
-  pinned?: boolean;
-}): Promise<number> {
-  const until = q.until ?? new Date('9999-01-01T00:00:00Z');
-  const [row] = await env.db<{ n: number }>`
-    with t as (
-      select ip, is_watched, is_pinned from visitors
-      where ${q.source !== 'api'} and website_id = any(${`{${q.sites.join(',')}}`}::uuid[]) and identification_id is not null
-        and last_seen >= ${q.since} and last_seen < ${until}
-    )
-    select ((select count(*) from t
-             where (${q.watched ?? null}::boolean is null or is_watched = ${q.watched ?? null}::boolean)
-               and (${q.pinned ?? null}::boolean is null or is_pinned = ${q.pinned ?? null}::boolean))
-          + (select count(*) from api_lookups a
-             where ${q.source !== 'tracker'} and ${q.watched ?? false} is not true and ${q.pinned ?? false} is not true
-               and a.api_key_id = ${q.apiKeyId} and a.last_seen >= ${q.since} and a.last_seen < ${until}
-               and not exists (select 1 from t where t.ip = a.ip)))::int as n`;
-  return row?.n ?? -1;
-}
 
 const mark = (apiKey: string, body: Record<string, unknown>) => call(env, 'visitor-mark', { key: apiKey, body });
 
@@ -58,33 +33,10 @@ async function listAll(apiKey: string, query: Record<string, string>): Promise<J
   }
 }
 
-/** RFC 4180, as a spreadsheet reads it: quoted fields may hold commas, quotes (doubled) and line breaks. */
-function parseCsv(text: string): string[][] {
-  const records: string[][] = [];
-  let field = '';
-  let record: string[] = [];
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      record.push(field);
-      field = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      record.push(field);
-      records.push(record);
-      record = [];
-      field = '';
-      i++;
-    } else field += c;
-  }
-  expect(field === '' && record.length === 0, 'the file ends with CRLF').toBe(true);
+/** The export's records (support/csv.ts), each ended by CRLF as RFC 4180 writes it, the last one too. */
+function exportRecords(text: string): string[][] {
+  const { records, unfinished } = parseCsv(text, { crlfOnly: true });
+  expect(unfinished === null, 'the file ends with CRLF').toBe(true);
   return records;
 }
 
@@ -104,35 +56,21 @@ async function exportCsv(apiKey: string, query: Record<string, string>) {
 
 beforeAll(async () => {
   env = await createTestEnv();
-  const partner = await seedPartner(env.deps, { quota: 1000 });
-  key = await seedDirectKey(env.deps, partner.account_id);
-  second = await seedDirectKey(env.deps, partner.account_id);
-  await env.db`update api_keys set scope = 'websites' where id = any(${`{${key.api_key_id},${second.api_key_id}}`}::uuid[])`;
-  accountKey = partner.key;
-  accountKeyId = partner.api_key_id;
-  const ws = await env.db<{ id: string; domain: string }>`
-    select id, domain from websites where id = any(${`{${key.website_id},${second.website_id}}`}::uuid[])`;
-  domains = [key.website_id, second.website_id].map((id) => ws.find((w) => w.id === id)?.domain ?? '');
+  ({ key, second, accountKey, accountKeyId, domains } = await seedAccountTrackers(env));
   // 90 addresses on the first tracker, 30 of them on the second, over 40 days; two of three
   // identified, with names a spreadsheet would run (=, +, -, @), commas, quotes and line breaks.
-  await env.db`
-    with src as (
-      select w.id as website_id, w.api_key_id, '10.30.0.0'::inet + g as ip, g,
-             date_trunc('hour', now()) - make_interval(hours => (g * 37) % 960) + make_interval(mins => g % 60) as last_seen
-      from websites w cross join generate_series(1, 90) g
-      where w.id = ${key.website_id} or (w.id = ${second.website_id} and g <= 30)
-    ), ids as (
-      insert into identifications (website_id, ip, api_key_id, period_start, status, created_at, identified_at, identification_type,
-                                   traffic_type, reason, confidence, country, domain, company_name)
-      select website_id, ip, api_key_id, date_trunc('month', now()), 'identified', last_seen, last_seen, 'company',
-             'business', 'test', 0.8, 'US', 'marked' || g || '.example',
-             (array['=HYPERLINK("http://evil.example")', '+1 Co', '-Minus, Inc.', '@Handle "Quoted"', E'Two\r\nLines', 'Plain', 'Plain'])[1 + g % 7] || ' ' || g
-      from src where g % 3 <> 0
-      returning id, website_id, ip
-    )
-    insert into visitors (website_id, ip, api_key_id, first_seen, last_seen, visit_count, pages_viewed, identification_id, identified_count)
-    select s.website_id, s.ip, s.api_key_id, s.last_seen - interval '1 day', s.last_seen, 1, 1, ids.id, case when ids.id is null then 0 else 1 end
-    from src s left join ids on ids.website_id = s.website_id and ids.ip = s.ip`;
+  await seedVisitors(
+    env.db,
+    await env.db<VisitorSeed>`
+      select w.id as website_id, w.api_key_id, host('10.30.0.0'::inet + g) as ip, last_seen - interval '1 day' as first_seen, last_seen,
+             case when g % 3 <> 0 then 'marked' || g || '.example' end as domain,
+             case when g % 3 <> 0 then
+               (array['=HYPERLINK("http://evil.example")', '+1 Co', '-Minus, Inc.', '@Handle "Quoted"', E'Two\r\nLines', 'Plain', 'Plain'])[1 + g % 7] || ' ' || g
+             end as company_name
+      from websites w cross join generate_series(1, 90) g,
+           lateral (select date_trunc('hour', now()) - make_interval(hours => (g * 37) % 960) + make_interval(mins => g % 60) as last_seen) t
+      where w.id = ${key.website_id} or (w.id = ${second.website_id} and g <= 30)`,
+  );
   await env.db`
     insert into api_lookups (api_key_id, ip, first_seen, last_seen, lookup_count, domain, company_name, confidence, country, label_id)
     select k.id, '10.30.0.0'::inet + g, ls - interval '2 days', ls, 1, 'looked' || g || '.example', 'Looked ' || g, 0.7, 'US',
@@ -240,7 +178,7 @@ describe('list-visitors filters', () => {
             if (m.pinned !== undefined) query.pinned = String(m.pinned);
             const res = await call(env, 'list-visitors', { key: c.apiKey, query });
             expect(res.status, JSON.stringify(res.body)).toBe(200);
-            const want = await expectedTotal({ ...w, ...m, source, sites: c.sites, apiKeyId: c.apiKeyId });
+            const want = await listedTotal(env.db, { ...w, ...m, source, sites: c.sites, apiKeyId: c.apiKeyId });
             if (res.body.total !== want) failures.push(`${JSON.stringify(query)} ${c.sites.length} site(s): ${res.body.total} ≠ ${want}`);
             for (const row of res.body.visitors as Json[]) {
               const seen = String(row.last_seen);
@@ -303,7 +241,7 @@ describe('visitors-export', () => {
         expect(res.status, text).toBe(200);
         expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
         expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="visitors-[a-z0-9.-]+-\d{4}-\d{2}-\d{2}\.csv"$/);
-        const [header, ...records] = parseCsv(text);
+        const [header, ...records] = exportRecords(text);
         expect(header).toEqual(EXPORT_COLUMNS);
         const listed = await listAll(apiKey, query);
         expect(records, `${label} ${JSON.stringify(query)}`).toEqual(listed.map(asCells));
@@ -313,7 +251,7 @@ describe('visitors-export', () => {
 
   it('writes text a spreadsheet would run as a formula inert, and quotes what needs it', async () => {
     const { text } = await exportCsv(key.key, { since: '2000-01-01', source: 'tracker' });
-    const records = parseCsv(text);
+    const records = exportRecords(text);
     const names = records.map((r) => r[EXPORT_COLUMNS.indexOf('company_name')] ?? '');
     expect(names).toContain(`'=HYPERLINK("http://evil.example") 7`);
     expect(names).toContain(`'+1 Co 1`);

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { ipv4ToNumber, LocalIpData } from '@sightline/core';
 import { readAsnBase } from '@sightline/host';
 import { dotted } from '../../tests/support/addresses.ts';
+import { parseCsv } from '../../tests/support/csv.ts';
 
 /**
  * Rebuilds bench/identification/networks.csv, the labelled evaluation of `npm run bench --
@@ -46,37 +47,10 @@ function versions(file: string): { commit: string; text: string }[] {
     });
 }
 
-/** RFC 4180 rows (quoted fields may hold commas and doubled quotes). */
-function parseCsv(text: string): Record<string, string>[] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i] as string;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(field);
-      field = '';
-    } else if (c === '\n' || c === '\r') {
-      if (c === '\r' && text[i + 1] === '\n') i++;
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = '';
-    } else field += c;
-  }
-  if (field || row.length) {
-    row.push(field);
-    rows.push(row);
-  }
-  const [header, ...body] = rows;
+/** RFC 4180 rows (support/csv.ts), keyed by the header; a row of another length is dropped. */
+function parseCsvRows(text: string): Record<string, string>[] {
+  const { records, unfinished } = parseCsv(text);
+  const [header, ...body] = unfinished ? [...records, unfinished] : records;
   if (!header) return [];
   return body.filter((r) => r.length === header.length).map((r) => Object.fromEntries(header.map((h, k) => [h, r[k] ?? ''])));
 }
@@ -131,7 +105,7 @@ const note = (asnText: string, type: string | undefined, name: string, domain: s
   } else byAsn.set(asn, { types: new Set([label]), name, domain, ip, ref });
 };
 for (const { commit, text } of versions('ASN Database/asn_sample.csv')) {
-  for (const r of parseCsv(text))
+  for (const r of parseCsvRows(text))
     note(
       r.asn ?? '',
       r.type,
@@ -142,7 +116,7 @@ for (const { commit, text } of versions('ASN Database/asn_sample.csv')) {
     );
 }
 for (const { commit, text } of versions('IP to Company/ip_company_sample.csv')) {
-  for (const r of parseCsv(text)) {
+  for (const r of parseCsvRows(text)) {
     note(
       r.asn ?? '',
       r.as_type,
@@ -169,7 +143,7 @@ for (const [asn, n] of byAsn) {
 
 // IP to Mobile Carrier: a carrier's range is mobile traffic, whoever routes it.
 for (const { commit, text } of versions('IP to Mobile Carrier/ip_carrier_sample.csv')) {
-  for (const r of parseCsv(text)) {
+  for (const r of parseCsvRows(text)) {
     const ip = inside(r.start_ip ?? '', r.end_ip ?? '');
     const asn = ip ? ownerAsn(ip) : null;
     if (ip && asn)
@@ -186,7 +160,7 @@ for (const { commit, text } of versions('IP to Mobile Carrier/ip_carrier_sample.
 }
 // Privacy Detection: ranges IPinfo flags as VPN exits.
 for (const { commit, text } of versions('Privacy Detection/privacy_detection_sample.csv')) {
-  for (const r of parseCsv(text)) {
+  for (const r of parseCsvRows(text)) {
     if (r.vpn !== 'true') continue;
     const ip = inside(r.start_ip ?? '', r.end_ip ?? '');
     const asn = ip ? ownerAsn(ip) : null;

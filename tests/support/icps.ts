@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createProduct, setPlan } from '@sightline/core';
+import { createProduct, type Sql, setPlan } from '@sightline/core';
 import { expect } from 'vitest';
 import { call, type Json, type TestEnv } from './app.ts';
 import { seedDirectAccount } from './seed.ts';
@@ -57,4 +57,19 @@ export async function icpStep(env: TestEnv, who: IcpAccount, action: string, icp
 export async function icpCount(env: TestEnv, accountId: string): Promise<number> {
   const [row] = await env.db<{ n: number }>`select count(*)::int as n from icps where account_id = ${accountId}`;
   return row?.n ?? 0;
+}
+
+/**
+ * An active, approved ICP of the key's account, "US companies" (the built-in engine, any company in
+ * the US), on a product of its own: for suites that need an identified visitor scored, not the ICP
+ * workflow (proved in the icp-*.test.ts suites).
+ */
+export async function seedUsCompaniesIcp(db: Sql, apiKeyId: string): Promise<void> {
+  const [owner] = await db<{ account_id: string }>`select account_id from api_keys where id = ${apiKeyId}`;
+  if (!owner) throw new Error(`no key ${apiKeyId}`);
+  await db`
+    with product as (insert into products (account_id, name) values (${owner.account_id}, 'Visitor ID') returning id)
+    insert into icps (account_id, product_id, name, description, workflow_status, review_status, engine, company_characteristics)
+    select ${owner.account_id}, id, 'US companies', 'Companies in the US', 'active', 'approved', 'builtin', '{"countries": ["US"]}'::jsonb
+    from product`;
 }
