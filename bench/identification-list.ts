@@ -67,8 +67,8 @@ export async function run(): Promise<void> {
     await env.db.begin(async (tx) => {
       await tx`set local session_replication_role = replica`;
       await tx`
-        insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary, scored_at)
-        select i.id, p.id, sc.score, sc.score >= p.qualify_threshold, 'Scored by the bench', i.identified_at
+        insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary, scored_at, website_id, listed_at)
+        select i.id, p.id, sc.score, sc.score >= p.qualify_threshold, 'Scored by the bench', i.identified_at, i.website_id, i.created_at
         from identifications i cross join icps p
         cross join lateral (select (abs(hashtextextended(i.id::text || p.name, 0)) % 101)::smallint as score) sc
         where i.website_id = ${s.websiteId} and p.account_id = ${accountId}`;

@@ -61,8 +61,8 @@ beforeAll(async () => {
     select ${accountId}, p.id, x.name, 'Buyers', 'caller', 60, x.status, 'approved'
     from p, (values ('One', 'active'), ('Two', 'active'), ('Paused', 'paused')) x (name, status)`;
   await env.db`
-    insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary)
-    select i.id, p.id, sc.score, sc.score >= p.qualify_threshold, 'test'
+    insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary, website_id, listed_at)
+    select i.id, p.id, sc.score, sc.score >= p.qualify_threshold, 'test', i.website_id, i.created_at
     from identifications i cross join icps p
     cross join lateral (select (abs(hashtext(i.id::text || p.name)) % 101)::smallint as score) sc
     where i.website_id = ${key.website_id} and i.status = 'identified' and p.account_id = ${accountId}
@@ -78,6 +78,9 @@ describe('identification-list pages', () => {
       { qualified: true },
       { qualified: false },
       { status: 'identified', qualified: true },
+      { type: 'individual', qualified: true },
+      { type: 'company', qualified: false },
+      { status: 'pending', qualified: true },
       { type: 'individual' },
       { status: 'pending' },
     ];

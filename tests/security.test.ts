@@ -232,8 +232,9 @@ describe('a released child’s key', () => {
         insert into icps (account_id, product_id, name, description, workflow_status, review_status, engine)
         select ${partner.account_id}, id, 'Partner ICP', 'Who the partner sells to', 'active', 'approved', 'builtin' from product
         returning id)
-      insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary)
-      select ${identification_id}, id, 90, true, 'A fit for the partner' from icp`;
+      insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary, website_id, listed_at)
+      select ${identification_id}, icp.id, 90, true, 'A fit for the partner', i.website_id, i.created_at
+      from icp, identifications i where i.id = ${identification_id}`;
     const res = await call(env, 'partner-release-child', { key: partner.key, body: { child_api_key_id: released.child.api_key_id } });
     expect(res.status).toBe(200);
   });

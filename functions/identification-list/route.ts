@@ -4,11 +4,13 @@ import {
   errorResponse,
   type FunctionDefinition,
   Identification,
+  identificationsPageBody,
   jsonAnswer,
   ListIdentificationsInput,
   listIdentifications,
   openapi,
   policies,
+  writtenJson,
 } from '@sightline/core';
 import { succeeded } from '../_shared/schemas.ts';
 
@@ -31,11 +33,9 @@ export const identificationList: FunctionDefinition = {
   method: 'GET',
   policy: policies.accountKey,
   register(app) {
-    openapi(app, route, async (c) =>
-      c.json(
-        { success: true as const, ...(await listIdentifications({ ctx: c.get('deps'), input: { ...c.req.valid('query'), key: callerKey(c) } })) },
-        200,
-      ),
-    );
+    openapi(app, route, async (c) => {
+      const page = await listIdentifications({ ctx: c.get('deps'), input: { ...c.req.valid('query'), key: callerKey(c) } });
+      return writtenJson<z.infer<typeof IdentificationListResponse>>(c, identificationsPageBody(page));
+    });
   },
 };

@@ -83,9 +83,9 @@ async function storeScores(tx: Sql, rows: readonly ScoreRow[]): Promise<void> {
       select p.identification_id, p.icp_id from icp_scores p join s using (identification_id, icp_id) where p.qualified
     ),
     stored as (
-      insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary, scored_at)
-      select s.identification_id, s.icp_id, s.score, s.qualified, s.ai_summary, now()
-      from s
+      insert into icp_scores (identification_id, icp_id, score, qualified, ai_summary, scored_at, website_id, listed_at)
+      select s.identification_id, s.icp_id, s.score, s.qualified, s.ai_summary, now(), i.website_id, i.created_at
+      from s join identifications i on i.id = s.identification_id
       order by s.identification_id, s.icp_id
       on conflict (identification_id, icp_id) do update
         set score = excluded.score, qualified = excluded.qualified, ai_summary = excluded.ai_summary, scored_at = excluded.scored_at

@@ -3,7 +3,7 @@ export { appendTrackerEvent, type TrackerEventRow } from './append-events.ts';
 export { CollectEventInput, collectEvent } from './collect-event.ts';
 export { csvField, EXPORT_COLUMNS, ExportVisitorsInput, exportVisitors } from './export-visitors.ts';
 export { type IdentificationReport, identifyVisitors } from './identify-visitors.ts';
-export { Identification, ListIdentificationsInput, listIdentifications } from './list-identifications.ts';
+export { Identification, identificationsPageBody, ListIdentificationsInput, listIdentifications } from './list-identifications.ts';
 export { ListVisitorsInput, listVisitors, VisitorsPage, visitorsPageBody } from './list-visitors.ts';
 export { MarkVisitorInput, markVisitor, VisitorMarks } from './mark-visitor.ts';
 export { COLLECT_PATH, renderTrackerScript, serveTrackerScript, TRACKER_CACHE_CONTROL, TrackerScriptFile } from './serve-script.ts';

@@ -62,11 +62,15 @@ export type Identification = z.infer<typeof Identification>;
  * against the account's active ICPs, highest first (icp/score-identifications.ts writes them); a
  * paused ICP's scores are hidden until it is active again. `qualified=true` lists what any active ICP
  * qualifies, `false` the rest.
+ *
+ * The page comes back as JSON text written by Postgres in Identification's shape (keys in its
+ * order), answered as it is: as list-visitors, parsing a hundred rows only to write them again was
+ * most of the server's work per page.
  */
 export async function listIdentifications({
   ctx,
   input,
-}: VerbArgs<ListIdentificationsInput & { key: KeyRecord }>): Promise<{ identifications: Identification[] }> {
+}: VerbArgs<ListIdentificationsInput & { key: KeyRecord }>): Promise<{ identificationsJson: string }> {
   // The key's scope from its row, as list-visitors reads it: a website of the account that a key
   // scoped to its own websites does not own is answered as another account's. The account's ICPs
   // are the account's: a key scoped to its websites sees no scores, and nothing qualified; the
@@ -81,49 +85,75 @@ export async function listIdentifications({
       and (me.scope = 'account' or w.api_key_id = me.id)`;
   if (!site) throw notFound('no such website for this key');
   // Custom plans, as list-visitors: one statement serves every combination of filters.
-  const identifications = await ctx.db.begin(async (tx) => {
+  const [page] = await ctx.db.begin(async (tx) => {
     await tx`set local plan_cache_mode = force_custom_plan`;
-    return tx<Identification>`
+    return tx<{ identifications: string }>`
     with page as (
-      -- The page's identifications first, newest first, read from the index alone (migration 0034),
-      -- so that the rows the filter or the offset skips are never fetched, and the JSON is built for
-      -- the page's rows only.
-      select i.id, i.created_at from identifications i
-      where i.website_id = ${site.id}
-        and (${input.status ?? null}::text is null or i.status = ${input.status ?? null})
-        and (${input.type ?? null}::text is null or i.identification_type = ${input.type ?? null})
-        -- Qualified: some active ICP of the account qualifies it (a paused ICP's scores do not count).
-        -- Probed per identification as the newest are read, in the index of qualifying scores (a
-        -- scalar subquery: as a semi-join the planner hashed every qualified score of the account
-        -- first, 400 ms at 100,000 identifications, growing with them).
-        and (${input.qualified ?? null}::boolean is null or ${input.qualified ?? null}::boolean = ((
-          select true from icp_scores s
-          where s.identification_id = i.id and s.qualified and s.icp_id = any(${site.active_icps}::uuid[])
-          limit 1) is not null))
-      order by i.created_at desc, i.id
-      limit ${input.limit} offset ${input.offset}
+      -- The page's identifications first, newest first, so that the rows the filters or the offset
+      -- skip are never fetched, and the JSON is built for the page's rows only. Custom plans leave
+      -- one of the two branches, by whether the page lists what is qualified.
+      (
+        -- Read from the index of the website's identifications alone (migration 0034); for
+        -- qualified=false each is probed in the index of qualifying scores (a scalar subquery: as an
+        -- anti-join the planner hashed every qualified score of the account first).
+        select i.id, i.created_at from identifications i
+        where ${input.qualified ?? null}::boolean is not true
+          and i.website_id = ${site.id}
+          and (${input.status ?? null}::text is null or i.status = ${input.status ?? null})
+          and (${input.type ?? null}::text is null or i.identification_type = ${input.type ?? null})
+          and (${input.qualified ?? null}::boolean is null or (
+            select true from icp_scores s
+            where s.identification_id = i.id and s.qualified and s.icp_id = any(${site.active_icps}::uuid[])
+            limit 1) is null)
+        order by i.created_at desc, i.id
+        limit ${input.limit} offset ${input.offset}
+      )
+      union all
+      (
+        -- Qualified: some active ICP of the account qualifies it (a paused ICP's scores do not count),
+        -- read in list order from the website's qualifying scores alone (migration 0041); an
+        -- identification two ICPs qualify is met twice in a row there, and counted once.
+        select q.identification_id, q.listed_at from (
+          select distinct s.listed_at, s.identification_id from icp_scores s
+          where ${input.qualified ?? null}::boolean is true
+            and s.website_id = ${site.id} and s.qualified and s.icp_id = any(${site.active_icps}::uuid[])
+          order by s.listed_at desc, s.identification_id
+        ) q
+        where (${input.status ?? null}::text is null and ${input.type ?? null}::text is null) or exists (
+          select 1 from identifications i
+          where i.id = q.identification_id
+            and (${input.status ?? null}::text is null or i.status = ${input.status ?? null})
+            and (${input.type ?? null}::text is null or i.identification_type = ${input.type ?? null}))
+        order by q.listed_at desc, q.identification_id
+        limit ${input.limit} offset ${input.offset}
+      )
     )
-    select
-      i.id::text as id, i.identification_type, i.status, sl_iso(i.identified_at) as identified_at,
-      case when i.identification_type = 'individual' then jsonb_build_object(
+    select coalesce(json_agg(json_build_object(
+      'id', i.id, 'identification_type', i.identification_type, 'status', i.status, 'identified_at', sl_iso(i.identified_at),
+      'individual', case when i.identification_type = 'individual' then json_build_object(
         'linkedin_url', i.person_linkedin_url, 'linkedin_name', i.person_linkedin_name,
-        'linkedin_title', i.person_linkedin_title, 'linkedin_company', i.person_linkedin_company) end as individual,
-      case when i.status = 'identified' then jsonb_build_object(
+        'linkedin_title', i.person_linkedin_title, 'linkedin_company', i.person_linkedin_company) end,
+      'company', case when i.status = 'identified' then json_build_object(
         'name', i.company_name, 'domain', i.domain, 'industry', i.industry, 'employee_count', i.employee_range,
-        'location', coalesce(i.location, nullif(i.country, '')), 'linkedin_url', i.company_linkedin_url) end as company,
-      coalesce((
-        select jsonb_agg(jsonb_build_object('icp_id', p.id, 'icp_name', p.name, 'score', s.score, 'qualified', s.qualified,
-                                            'ai_summary', s.ai_summary) order by s.score desc, p.created_at, p.id)
+        'location', coalesce(i.location, nullif(i.country, '')), 'linkedin_url', i.company_linkedin_url) end,
+      'icp_scores', coalesce((
+        select json_agg(json_build_object('icp_id', p.id, 'icp_name', p.name, 'score', s.score, 'qualified', s.qualified,
+                                          'ai_summary', s.ai_summary) order by s.score desc, p.created_at, p.id)
         from icp_scores s join icps p on p.id = s.icp_id
         where s.identification_id = i.id and s.icp_id = any(${site.active_icps}::uuid[])
-      ), '[]'::jsonb) as icp_scores,
-      jsonb_build_object(
+      ), '[]'::json),
+      'session', json_build_object(
         'pages_visited', coalesce(v.pages_viewed, 0), 'duration_seconds', coalesce(v.active_ms / 1000, 0),
-        'referrer', coalesce(v.referrer, '')) as session
+        'referrer', coalesce(v.referrer, '')))
+      order by page.created_at desc, page.id), '[]'::json)::text as identifications
     from page
     join identifications i on i.id = page.id
-    left join visitors v on v.website_id = i.website_id and v.ip = i.ip
-    order by page.created_at desc, page.id`;
+    left join visitors v on v.website_id = i.website_id and v.ip = i.ip`;
   });
-  return { identifications };
+  return { identificationsJson: page?.identifications ?? '[]' };
+}
+
+/** The success body of identification-list, `{success: true, identifications}`, with the rows spliced in unparsed. */
+export function identificationsPageBody({ identificationsJson }: { identificationsJson: string }): string {
+  return `{"success":true,"identifications":${identificationsJson}}`;
 }
