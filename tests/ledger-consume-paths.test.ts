@@ -277,3 +277,51 @@ describe('a partner suspension racing consumption', () => {
     },
   );
 });
+
+/**
+ * sl_consume_ids: a settle batch's IDs at once. Whatever the state, it either leaves exactly what as
+ * many calls of sl_consume_id leave on a twin child (balances, ledger rows, no event), or changes
+ * nothing and says so, for the caller to take them one at a time.
+ */
+describe('several IDs at once (sl_consume_ids)', () => {
+  const consumeMany = async (key: string, n: number) => {
+    const [row] = await env.db<{ consumed: boolean; reload_pool_id: string | null; partner_account_id: string | null }>`
+      select consumed, reload_pool_id, partner_account_id from sl_consume_ids(${key}, ${n})`;
+    return row;
+  };
+  const ledgerSources = async (key: string) => (await ledgerOf(key)).map((r) => `${r.child_source}/${r.pool_source}`);
+
+  it.each([
+    { name: 'quota on both sides', quota: 10, used: 0, poolQuota: 100, n: 5, taken: true },
+    { name: 'up to one short of the child’s last ID', quota: 10, used: 4, poolQuota: 100, n: 5, taken: true },
+    { name: 'the pool’s last IDs exactly', quota: 100, used: 0, poolQuota: 6, n: 6, taken: true },
+    { name: 'the child’s last ID among them (it suspends: one at a time)', quota: 10, used: 5, poolQuota: 100, n: 5, taken: false },
+    { name: 'more than the pool’s quota has left (its top-up: one at a time)', quota: 100, used: 0, poolQuota: 4, poolTopup: 10, n: 5, taken: false },
+    { name: 'a suspended key', quota: 10, used: 0, poolQuota: 100, n: 3, taken: false, suspend: true },
+  ])('$name: taken $taken', async ({ quota, used, poolQuota, poolTopup, n, taken, suspend }) => {
+    const twins = [];
+    for (let i = 0; i < 2; i++) {
+      const c = await childOnPool({ quota, poolQuota, poolTopup });
+      await env.db`update child_subscriptions set ids_used_this_period = ${used} where api_key_id = ${c.id}`;
+      await env.db`update pools set ids_used_this_period = ${used} where id = ${c.poolId}`;
+      if (suspend) await env.db`update api_keys set status = 'suspended', suspended_reason = 'manual' where id = ${c.id}`;
+      twins.push(c);
+    }
+    const [batch, single] = twins as [(typeof twins)[0], (typeof twins)[0]];
+    const before = await stateOf(batch.id);
+    const eventsBefore = (await eventsOf(env.db, batch.id)).length;
+    const answer = await consumeMany(batch.id, n);
+    expect(answer?.consumed).toBe(taken);
+    if (!taken) {
+      expect(await stateOf(batch.id)).toEqual(before);
+      expect(await ledgerOf(batch.id)).toEqual([]);
+      return;
+    }
+    expect(answer?.partner_account_id).toBe(batch.p.account_id);
+    for (let i = 0; i < n; i++) expect((await consumeRow(single.id)).outcome).toBe('consumed');
+    expect(await stateOf(batch.id)).toEqual(await stateOf(single.id));
+    expect(await ledgerSources(batch.id)).toEqual(await ledgerSources(single.id));
+    expect(await ledgerSources(batch.id)).toHaveLength(n);
+    expect((await eventsOf(env.db, batch.id)).length).toBe(eventsBefore);
+  });
+});

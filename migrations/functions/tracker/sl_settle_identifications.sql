@@ -3,7 +3,8 @@
  * settles one, taking their rows in the lock order at the top of this file: the visitors that the
  * identified ones will point at, then the identifications, then the account's cached lookups (p_cache
  * stored for the owner's account for p_ttl; the first stored result stands until it expires, as in
- * sl_charge_lookup), then each is settled (the ledger's rows), in (website, unit) order. The order
+ * sl_charge_lookup), then the IDs the identified ones use, taken at once where they can be
+ * (sl_consume_ids), then each is settled (the ledger's rows), in (website, unit) order. The order
  * is this function's, whatever order the items come in. The worker sends one tracker key's at a
  * time (tracker/settle-identifications.ts says why: two keys of one partner in one transaction can
  * deadlock on the partner's pool). p_items: a JSON array of {id, result, cache}, `cache` null when
@@ -28,6 +29,13 @@ declare
   v_pools uuid[] := '{}';
   v_partners uuid[] := '{}';
   v_emitted boolean[] := '{}';
+  v_excluded text[] := '{}';
+  v_rules boolean;
+  v_payers uuid[];
+  v_paying integer;
+  v_paid record;
+  v_paid_by uuid;
+  v_reload uuid;
 begin
   -- The items in settling order; an id with no identification any more comes last and is answered `settled`.
   -- With each, what steps 2 and 4 read of it, so they never look it up again: a lookup by id that
@@ -69,16 +77,44 @@ begin
   on conflict (account_id, operation, ip) do update
     set result = excluded.result, created_at = now(), expires_at = excluded.expires_at
     where x.expires_at <= now();
-  -- 5. Each settled, in the same order.
+  -- 5. The traffic rule that excludes each held one (sl_traffic_exclusion), asked once here so that
+  -- the IDs taken in step 6 are exactly the ones the settles use; a batch whose websites have no
+  -- country or domain rule asks nothing.
+  select exists (
+    select 1 from websites w join api_keys k on k.id = w.api_key_id
+    join traffic_rules r on r.website_id = w.id or (r.website_id is null and r.account_id = k.account_id)
+    where w.id = any(v_sites) and r.kind in ('country', 'domain')) into v_rules;
+  for k in 1 .. v_n loop
+    v_excluded[k] := case when v_rules and v_ids[k] = any(v_held) then sl_traffic_exclusion(v_sites[k], v_results[k]->>'country',
+      case when v_results[k]->>'status' = 'identified' then v_results[k]->>'domain' end) end;
+  end loop;
+  -- 6. The IDs of the ones that will use one, taken at once when they are one key's and come from its
+  -- quota and its pool's (sl_consume_ids); otherwise each settle takes its own (sl_consume_id).
+  select array_agg(distinct i.api_key_id), count(*)::int into v_payers, v_paying
+  from unnest(v_ids, v_results, v_excluded) as x(id, result, excluded)
+  join identifications i on i.id = x.id
+  where x.id = any(v_held) and x.result->>'status' = 'identified' and x.excluded is null;
+  if v_paying > 1 and cardinality(v_payers) = 1 then
+    select * into v_paid from sl_consume_ids(v_payers[1], v_paying);
+    if v_paid.consumed then
+      v_paid_by := v_paid.partner_account_id;
+      v_reload := v_paid.reload_pool_id;
+    end if;
+  end if;
+  -- 7. Each settled, in the same order; a reload the batch's IDs claimed is reported once.
   for k in 1 .. v_n loop
     select s.outcome, s.reload_pool_id, s.partner_account_id, s.emitted into v_settled
-    from sl_settle_locked_identification(v_ids[k], v_results[k]) s;
+    from sl_settle_locked_identification(v_ids[k], v_results[k], v_excluded[k],
+      case when v_ids[k] = any(v_held) and v_results[k]->>'status' = 'identified' and v_excluded[k] is null then v_paid_by end) s;
     v_outcomes[k] := v_settled.outcome;
-    v_pools[k] := v_settled.reload_pool_id;
+    v_pools[k] := coalesce(v_settled.reload_pool_id, case when v_settled.outcome = 'consumed' and v_paid_by is not null then v_reload end);
+    if v_pools[k] is not null and v_pools[k] = v_reload then
+      v_reload := null;
+    end if;
     v_partners[k] := v_settled.partner_account_id;
     v_emitted[k] := v_settled.emitted;
   end loop;
-  -- 6. The visitors of the identified ones' units point at them: one statement for the batch, so
+  -- 8. The visitors of the identified ones' units point at them: one statement for the batch, so
   -- the visitors' statement triggers (list-visitors' counts, 0034) run once, not once per settle.
   -- Step 2 locked the visitors there were; one that arrived since and that an aggregation holds is
   -- skipped (waiting for it could deadlock), and that aggregation attaches it.

@@ -1,10 +1,12 @@
 /*
  * Settles one identification whose rows the caller has locked in the lock order
  * (sl_settle_identifications: its visitors, then it). p_result is the verdict as identification
- * columns (status `identified` or `failed`).
+ * columns (status `identified` or `failed`). p_excluded: the kind of the traffic rule that excludes
+ * it, or null (the caller asked sl_traffic_exclusion). p_paid_by: not null when the caller has
+ * already taken this identification's ID (sl_consume_ids, for a batch), the partner it was taken
+ * for; null, and the ID is taken here.
  *
- * One a traffic rule of its website excludes (its country, or its company's domain:
- * sl_traffic_exclusion) is stored as excluded, with the verdict's traffic type, country, domain and
+ * One a traffic rule of its website excludes (its country, or its company's domain) is stored as excluded, with the verdict's traffic type, country, domain and
  * company and the rule's kind, and uses nothing: the ledger is never reached, no event is written,
  * and no visitor points at it. A failed one (no business behind the address) uses nothing. An
  * identified one uses one ID
@@ -19,7 +21,7 @@
  * An identification already settled (a second worker after a lease ran out) is left alone.
  * `emitted`: some event for a webhook was written (this one, or the ledger's `child.*`).
  */
-create or replace function sl_settle_locked_identification(p_id uuid, p_result jsonb)
+create or replace function sl_settle_locked_identification(p_id uuid, p_result jsonb, p_excluded text, p_paid_by uuid)
 returns table (outcome text, reload_pool_id uuid, partner_account_id uuid, emitted boolean)
 language plpgsql as $$
 #variable_conflict use_column
@@ -40,7 +42,7 @@ begin
   end if;
   r := jsonb_populate_record(null::identifications, p_result);
 
-  v_excluded := sl_traffic_exclusion(i.website_id, r.country, case when r.status = 'identified' then r.domain end);
+  v_excluded := p_excluded;
   if v_excluded is not null then
     update identifications
     set status = 'excluded', excluded_by = v_excluded, identified_at = clock_timestamp(), lease_until = null,
@@ -61,7 +63,11 @@ begin
     return;
   end if;
 
-  select * into c from sl_consume_id(i.api_key_id);
+  if p_paid_by is not null then
+    select 'consumed'::text as outcome, null::uuid as reload_pool_id, p_paid_by as partner_account_id, false as emitted into c;
+  else
+    select * into c from sl_consume_id(i.api_key_id);
+  end if;
   if c.outcome not in ('consumed', 'not_metered') then
     delete from identifications where id = p_id;
     return query select c.outcome, c.reload_pool_id, c.partner_account_id, c.emitted;
