@@ -1,15 +1,14 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseEnv } from '@sightline/core';
-import { createNodeServer } from '@sightline/host';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeStaticConsole } from '../packages/console/src/build.ts';
 import { createTestEnv, fn, type TestEnv } from './support/app.ts';
+import { CHROMIUM, chromiumFor, type LoopbackHost, startLoopbackHost } from './support/browser.ts';
 import { seedPartner } from './support/seed.ts';
 
 /**
@@ -18,12 +17,12 @@ import { seedPartner } from './support/seed.ts';
  * when the setting is empty, gets no CORS at all. Then the static console itself, served from one
  * 127.0.0.1 port, signs in against the API on another, in Chromium.
  */
-const CHROMIUM = '/usr/bin/chromium';
+const haveChromium = chromiumFor('console-cors');
 const CONSOLE_ORIGIN = 'https://console.agency.example';
 let env: TestEnv;
 let plain: TestEnv;
 let staticServer: Server | undefined;
-let apiServer: Server | undefined;
+let apiHost: LoopbackHost | undefined;
 let dir = '';
 
 beforeAll(async () => {
@@ -34,7 +33,7 @@ afterAll(async () => {
   await env?.close();
   await plain?.close();
   await new Promise((r) => staticServer?.close(r) ?? r(null));
-  await new Promise((r) => apiServer?.close(r) ?? r(null));
+  await apiHost?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -85,7 +84,7 @@ describe('CONSOLE_ORIGINS', () => {
   });
 });
 
-describe.skipIf(!existsSync(CHROMIUM))('the static console on another origin', () => {
+describe.skipIf(!haveChromium)('the static console on another origin', () => {
   it('signs in against the API on another port and shows the partner view', async () => {
     // The API on one port, the console's files on another: two origins.
     dir = await mkdtemp(path.join(tmpdir(), 'console-static-'));
@@ -94,9 +93,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the static console on another origin', (
     const consoleOrigin = `http://127.0.0.1:${(staticServer.address() as AddressInfo).port}`;
     const api = await createTestEnv({ settings: { CONSOLE_ORIGINS: consoleOrigin } });
     try {
-      apiServer = createNodeServer({ log: api.deps.log, fetch: (req, bindings) => api.app.fetch(req, bindings) });
-      await new Promise<void>((resolve) => apiServer?.listen(0, '127.0.0.1', resolve));
-      const apiOrigin = `http://127.0.0.1:${(apiServer.address() as AddressInfo).port}`;
+      apiHost = await startLoopbackHost({ log: api.deps.log, fetch: (req, bindings) => api.app.fetch(req, bindings) });
+      const apiOrigin = `http://127.0.0.1:${apiHost.port}`;
       await writeStaticConsole(dir, `${apiOrigin}/functions/v1`);
       const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css' };
       staticServer.on('request', async (req, res) => {

@@ -6,9 +6,9 @@ import { promisify } from 'node:util';
 import { grantCredits } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildEdgeData } from '../packages/host/src/edge-data.ts';
-import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
+import { call, type Json, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
-import { DENO, type DenoFunctionServer, openPgliteDirEnv, SERVE_SCRIPT, startDenoFunctions } from './support/deno-functions.ts';
+import { DENO, type DenoFunctionServer, envForDeno, SERVE_SCRIPT, startDenoFunctions } from './support/deno-functions.ts';
 import { REPO_ROOT } from './support/process.ts';
 import { createChildVia, seedDirectAccount, seedPartner, uniqueDomain } from './support/seed.ts';
 
@@ -61,12 +61,7 @@ function running(): DenoFunctionServer {
 const node: Record<'state' | 'noKey' | 'post', Answer | undefined> = { state: undefined, noKey: undefined, post: undefined };
 
 beforeAll(async () => {
-  if (usingPostgres) {
-    env = await createTestEnv();
-  } else {
-    dataDir = await mkdtemp(join(tmpdir(), 'sightline-deno-smoke-'));
-    env = await openPgliteDirEnv(dataDir);
-  }
+  ({ env, dataDir } = await envForDeno('deno-smoke'));
   // Every field non-default, including sub-millisecond timestamps and a numeric, so a driver
   // difference in decoding shows up as a diff rather than hiding behind nulls and zeros.
   const partner = await seedPartner(env.deps, { quota: 40, topup: 25, billing: 'invoice_monthly', perIdPence: 1.25, card: 'pm_smoke' });

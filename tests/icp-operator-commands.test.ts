@@ -3,6 +3,7 @@ import { AppError } from '@sightline/core';
 import { runOperatorCommand } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from './support/app.ts';
+import { rejection } from './support/rejection.ts';
 import { seedDirectAccount } from './support/seed.ts';
 
 /** The operator's side of ICPs: products made for an account, and the plan that limits its ICPs. */
@@ -14,14 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => env.close());
 
-const refusal = async (p: Promise<unknown>) => {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-};
+const refusal = (p: Promise<unknown>) => rejection(p, AppError);
 
 describe('create-product', () => {
   it('makes a product of the account and answers its product_id with the product', async () => {

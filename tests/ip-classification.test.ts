@@ -15,7 +15,7 @@ import {
 } from '@sightline/core';
 import { openCountryReader, readAsnBase, readNetworkOwners } from '@sightline/host';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { dotted } from './support/addresses.ts';
+import { dotted, xorshift32 } from './support/addresses.ts';
 
 /** The range lists the product ships (packages/core/data/ip-ranges/README.md says where from). */
 const SHIPPED = new URL('../packages/core/data/ip-ranges/', import.meta.url);
@@ -60,12 +60,9 @@ describe('shipped data classifies well-known networks', () => {
   });
 
   it('the cache-miss lookup agrees with the lookup of a parsed address on 20,000 random addresses', () => {
-    let x = 777;
+    const rnd = xorshift32(777);
     for (let i = 0; i < 20_000; i++) {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      const ip = dotted(x >>> 0);
+      const ip = dotted(rnd());
       expect(typeOf(data, ip)).toBe(look(ip).traffic_type);
     }
   });
@@ -256,13 +253,7 @@ describe('interval indexes', () => {
   });
 
   it('agree with a brute-force scan on random overlapping ranges across the whole IPv4 space', () => {
-    let x = 12345;
-    const rnd = () => {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      return x >>> 0;
-    };
+    const rnd = xorshift32(12345);
     const ranges = Array.from({ length: 400 }, (_, i) => {
       const start = rnd();
       const len = [1, 255, 65_535, 1 << 20, 1 << 26][i % 5] as number;
@@ -384,22 +375,18 @@ describe('interval indexes', () => {
       return o.some((n) => n > 255) ? -1 : (((o[0] as number) << 24) | ((o[1] as number) << 16) | ((o[2] as number) << 8) | (o[3] as number)) >>> 0;
     };
     const alphabet = '0123456789....0123456789 /:a-';
-    let x = 99;
+    const rnd = xorshift32(99);
     for (let i = 0; i < 50_000; i++) {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
+      const x = rnd();
       let s = '';
-      const len = 5 + ((x >>> 0) % 12);
-      for (let k = 0; k < len; k++) s += alphabet[((x >>> 0) + k * 7919 + ((x >>> (k % 24)) & 31)) % alphabet.length];
+      const len = 5 + (x % 12);
+      for (let k = 0; k < len; k++) s += alphabet[(x + k * 7919 + ((x >>> (k % 24)) & 31)) % alphabet.length];
       expect(ipv4ToNumber(s), s).toBe(reference(s));
     }
     for (let i = 0; i < 20_000; i++) {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      const ip = dotted(x >>> 0);
-      expect(ipv4ToNumber(ip), ip).toBe(x >>> 0);
+      const x = rnd();
+      const ip = dotted(x);
+      expect(ipv4ToNumber(ip), ip).toBe(x);
     }
     expect(parseCidr('10.1.2.3/8')).toEqual({ version: 4, start: 0x0a000000, end: 0x0affffff });
     expect(parseCidr('10.0.0.0/33')).toBeNull();

@@ -7,8 +7,8 @@ import { queryProviders } from '@sightline/core/ip/providers/run';
 import { createSnitcherProvider } from '@sightline/core/ip/providers/snitcher';
 import type { IpProvider, ProviderAnswer, TrafficType } from '@sightline/core/ip/types';
 import { delay, HttpResponse, http } from 'msw';
-import { setupServer } from 'msw/node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { mockHttpServer, signal } from './support/mock-http.ts';
 import { pdlIpRecord } from './support/pdl.ts';
 
 /*
@@ -301,18 +301,11 @@ const pdlHandlers = [
   }),
 ];
 
-const server = setupServer(...handlers, ...pdlHandlers);
-beforeAll(() => server.listen({ onUnhandledRequest: 'bypass' }));
-afterEach(() => {
-  server.resetHandlers();
-  searches.length = 0;
-});
-afterAll(() => server.close());
+const server = mockHttpServer({ clear: [searches] }, ...handlers, ...pdlHandlers);
 
 const ipinfo = createIpinfoProvider({ apiKey: KEYS.ipinfo });
 const ipapi = createIpapiIsProvider({ apiKey: KEYS.ipapi });
 const snitcher = createSnitcherProvider({ apiKey: KEYS.snitcher });
-const signal = () => AbortSignal.timeout(5_000);
 
 describe('domain normalisation', () => {
   it.each([

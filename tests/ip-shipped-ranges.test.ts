@@ -4,6 +4,7 @@ import path from 'node:path';
 import { grantCredits, parseCidr, parseCidrList, type RangeList } from '@sightline/core';
 import { type RangeListEntry, readRangeManifest, readShippedRanges, runOperatorCommand, shippedRangesDir, shippedRangesFrom } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { xorshift32 } from './support/addresses.ts';
 import { call, createTestEnv, type TestEnv } from './support/app.ts';
 import { realIpDeps } from './support/ip.ts';
 import { seedDirectAccount } from './support/seed.ts';
@@ -183,13 +184,7 @@ describe('reading and resolving range lists', () => {
   });
 
   it('agrees with a brute-force scan on random nested lists, IPv4 and IPv6, up to the top of the space', () => {
-    let x = 0x1234567;
-    const rnd = () => {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      return x >>> 0;
-    };
+    const rnd = xorshift32(0x1234567);
     const lists: RangeList[] = [vpn('a', 'A'), vpn('b'), hosting('c', 'C'), hosting('d'), hosting('e')];
     const rows: { list: number; text: string; v: 4 | 6; start: bigint; end: bigint; prefix: number }[] = [];
     for (let i = 0; i < 600; i++) {

@@ -6,6 +6,7 @@ import { openCountryReader, readAsnBase } from '@sightline/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildEdgeData } from '../packages/host/src/edge-data.ts';
 import { snapshotIpSources } from '../supabase/functions/_shared/ip-sources.ts';
+import { dotted, xorshift32 } from './support/addresses.ts';
 
 /**
  * The local IP data as the Supabase Edge Functions get it: `npm run build:edge-data` writes a
@@ -26,14 +27,8 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 const read = async (name: string) => new Uint8Array(await readFile(path.join(dir, name)));
 
 function randomV4(n: number): string[] {
-  let x = 0x2545f491;
-  return Array.from({ length: n }, () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    const v = x >>> 0;
-    return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
-  });
+  const rnd = xorshift32(0x2545f491);
+  return Array.from({ length: n }, () => dotted(rnd()));
 }
 
 describe('the edge data snapshot', () => {

@@ -9,9 +9,11 @@
 
 import { AppError, authenticateKey, type ConsumeResult, consumeIdentification, rollOverDuePeriods } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { xorshift32 } from './support/addresses.ts';
 import { call, createTestEnv, type Json, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
 import { createChildVia, seedPartner, uniqueDomain } from './support/seed.ts';
+import { sleep } from './support/wait.ts';
 
 let env: TestEnv;
 beforeAll(async () => {
@@ -138,15 +140,7 @@ async function eventCount(): Promise<number> {
 /** A deterministic shuffle (xorshift), so a failure reproduces with the same interleaving. */
 function shuffled<T>(items: T[], seed = 0x9e3779b9): T[] {
   const out = [...items];
-  let x = seed >>> 0;
-  const next = () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
+  const next = xorshift32(seed);
   for (let i = out.length - 1; i > 0; i--) {
     const j = next() % (i + 1);
     const a = out[i] as T;
@@ -155,8 +149,6 @@ function shuffled<T>(items: T[], seed = 0x9e3779b9): T[] {
   }
   return out;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('test harness', () => {
   it.skipIf(!usingPostgres)('runs concurrent statements on several Postgres backends at once (the races below are real)', async () => {

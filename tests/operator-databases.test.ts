@@ -19,6 +19,7 @@ import { Reader } from 'maxmind';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type OperatorDatabases, openOperatorDatabases, parseIpDatabasesSetting } from '../packages/host/src/operator-databases.ts';
 import { capturingLogger } from './support/log.ts';
+import { rejection } from './support/rejection.ts';
 import { until } from './support/wait.ts';
 
 /*
@@ -526,11 +527,7 @@ describe('the naming rules, on records shaped as MaxMind documents them', () => 
 
 describe('a file that cannot serve stops start-up, naming it', () => {
   async function failure(paths: string[]): Promise<AppError> {
-    const err = await openOperatorDatabases({ paths, log: capturingLogger().log }).then(
-      () => null,
-      (e: unknown) => e,
-    );
-    if (!(err instanceof AppError)) throw new Error(`expected an AppError, got ${String(err)}`);
+    const err = await rejection(openOperatorDatabases({ paths, log: capturingLogger().log }), AppError);
     expect(err.code).toBe('ip_data_unavailable');
     return err;
   }

@@ -3,8 +3,8 @@ import { PROVIDER_ANSWER_MAX_BYTES } from '@sightline/core/ip/providers/http';
 import { createIpinfoProvider } from '@sightline/core/ip/providers/ipinfo';
 import { queryProviders } from '@sightline/core/ip/providers/run';
 import { HttpResponse, http } from 'msw';
-import { setupServer } from 'msw/node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { mockHttpServer, signal } from './support/mock-http.ts';
 
 /*
  * A paid provider (a third party, so msw) that answers with far more than any documented answer:
@@ -41,7 +41,8 @@ function hugeBody(text: string, total: number) {
 }
 
 let served: { pulled: { bytes: number } } = { pulled: { bytes: 0 } };
-const server = setupServer(
+mockHttpServer(
+  {},
   http.get('https://huge.example/:status/:ip', ({ params }) => {
     const status = Number(params.status);
     // A valid answer but for its size; an error page in plain text.
@@ -56,11 +57,8 @@ const server = setupServer(
     HttpResponse.json({ ip: params.ip, country: 'DE', company: { name: 'Initech', domain: 'initech.de', type: 'business' } }),
   ),
 );
-beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
-afterAll(() => server.close());
 
 const provider = (baseUrl: string) => createIpinfoProvider({ apiKey: 'k', baseUrl });
-const signal = () => AbortSignal.timeout(5_000);
 /** What the reader may pull past the cap: the chunk that crossed it, and one the stream queued. */
 const SLACK = 2 * 64 * 1024;
 

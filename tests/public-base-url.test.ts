@@ -1,13 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { buildDeps, parseEnv } from '@sightline/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestEnv, TEST_SECRET, type TestEnv } from './support/app.ts';
+import { TEST_SECRET, type TestEnv } from './support/app.ts';
 import { usingPostgres } from './support/db.ts';
-import { DENO, openPgliteDirEnv } from './support/deno-functions.ts';
+import { DENO, envForDeno } from './support/deno-functions.ts';
 import { REPO_ROOT } from './support/process.ts';
 import { seedDirectAccount } from './support/seed.ts';
 
@@ -53,13 +51,8 @@ describe('the entry points', () => {
   let key = '';
 
   beforeAll(async () => {
-    if (usingPostgres) {
-      env = await createTestEnv();
-    } else {
-      // PGlite admits one process at a time: seed here, close, and let Deno open the directory.
-      dataDir = await mkdtemp(join(tmpdir(), 'sightline-public-base-url-'));
-      env = await openPgliteDirEnv(dataDir);
-    }
+    // PGlite admits one process at a time: seed here, close, and let Deno open the directory.
+    ({ env, dataDir } = await envForDeno('public-base-url'));
     key = (await seedDirectAccount(env.deps, 'Public address')).key;
   }, 60_000);
   afterAll(async () => {

@@ -1,7 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { migrate } from '@sightline/core';
 import { loadSchema, openPglite } from '@sightline/host';
-import { envForDatabase, TEST_SECRET, type TestEnv } from './app.ts';
+import { createTestEnv, envForDatabase, TEST_SECRET, type TestEnv } from './app.ts';
+import { usingPostgres } from './db.ts';
 import { REPO_ROOT } from './process.ts';
 
 /**
@@ -119,4 +123,15 @@ export async function openPgliteDirEnv(dir: string): Promise<TestEnv> {
   const db = await openPglite(dir);
   await migrate(db, await loadSchema());
   return envForDatabase({ db, url: undefined, drop: () => db.close() });
+}
+
+/**
+ * A test env whose database Deno can open next: on Postgres the suite's own (Deno connects to
+ * env.url); embedded, PGlite in a new directory under the system's tmp (`dataDir`, named for
+ * `suite`), which the suite removes once done and which Deno may open only after env.close().
+ */
+export async function envForDeno(suite: string): Promise<{ env: TestEnv; dataDir: string | undefined }> {
+  if (usingPostgres) return { env: await createTestEnv(), dataDir: undefined };
+  const dataDir = await mkdtemp(join(tmpdir(), `sightline-${suite}-`));
+  return { env: await openPgliteDirEnv(dataDir), dataDir };
 }
