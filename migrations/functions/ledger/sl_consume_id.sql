@@ -51,16 +51,7 @@ declare
   v_wants_reload boolean;
 begin
   -- What the child has, its key's status and its pool, as of now and without a lock.
-  select s.id as sub_id, s.status as sub_status, s.ids_used_this_period as used, s.monthly_id_quota as quota,
-         s.topup_balance as topup, k.status as key_status, m.account_id as partner,
-         p.id as pool_id, p.ids_used_this_period as pool_used, p.monthly_id_quota as pool_quota,
-         p.topup_balance as pool_topup, p.pool_billing_mode as pool_mode
-  into g
-  from child_subscriptions s
-  join api_keys k on k.id = s.api_key_id
-  join api_keys m on m.id = k.parent_api_key_id
-  left join pools p on p.account_id = m.account_id
-  where s.api_key_id = p_key;
+  select * into g from sl_child_funding where api_key_id = p_key;
 
   if g.sub_id is not null then
     if g.key_status <> 'active' or g.sub_status = 'canceled' or (g.used >= g.quota and g.topup = 0) then

@@ -26,16 +26,8 @@ declare
   v_wants_reload boolean;
   v_reload uuid;
 begin
-  select s.id as sub_id, s.status as sub_status, s.ids_used_this_period as used, s.monthly_id_quota as quota,
-         k.status as key_status, m.account_id as partner, p.id as pool_id,
-         p.ids_used_this_period as pool_used, p.monthly_id_quota as pool_quota
-  into g
-  from child_subscriptions s
-  join api_keys k on k.id = s.api_key_id
-  join api_keys m on m.id = k.parent_api_key_id
-  join pools p on p.account_id = m.account_id
-  where s.api_key_id = p_key;
-  if p_n < 1 or g.sub_id is null or g.key_status <> 'active' or g.sub_status <> 'active'
+  select * into g from sl_child_funding where api_key_id = p_key;
+  if p_n < 1 or g.sub_id is null or g.pool_id is null or g.key_status <> 'active' or g.sub_status <> 'active'
      or g.used + p_n >= g.quota or g.pool_used + p_n > g.pool_quota then
     return query select false, null::uuid, null::uuid;
     return;
