@@ -28,6 +28,11 @@ describe('visitor-activity', () => {
     for (const path of ['/', '/pricing', '/contact']) await pageView(env, site, ip, { path });
     await pageView(env, site, ip, { path: '/bot-only', userAgent: 'Googlebot/2.1 (+http://www.google.com/bot.html)' });
     await workTrackerQueue({ ctx: env.deps, input: {} });
+    // The worker starts scoring as after-work once the visitor is identified; that run holds the
+    // identification's row (SKIP LOCKED), so a scoring run beside it finds nothing to take and
+    // returns before those scores commit. Wait for it, then score what is left (nothing, unless
+    // the kick did not run), so the scores are in when the page is read.
+    await env.settle();
     await scoreIdentifications({ ctx: env.deps, input: {} });
 
     const res = await call(env, 'visitor-activity', { key: site.key, query: { tracker_site: site.domain, ip } });
