@@ -264,6 +264,9 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     const renamedBack = await apiCall(partnerKey, 'partner-update-child', { body: { child_api_key_id: child.id, name: 'Console Shop' } });
     expect(renamedBack.status).toBe(200);
     await expect.poll(() => updates().length, { timeout: 10_000 }).toBe(3);
+    // The receiver has the first attempt before its failure is recorded: wait for the delivery run
+    // to record it, or the first sweep finds the event still leased and sends nothing.
+    await env.settle();
     for (const minutes of [2, 8, 40]) {
       await sweepWebhookDeliveries({ ctx: env.deps, input: { now: new Date(Date.now() + minutes * 60_000) } });
     }
