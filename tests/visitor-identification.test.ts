@@ -435,6 +435,19 @@ describe('settling in batches', () => {
     expect(await usage(site.apiKeyId)).toMatchObject({ used: 4 });
   });
 
+  it('a batch takes its IDs at once, and an identification named twice in it is settled and paid once', async () => {
+    const site = await child();
+    const rows = (await queued(site, [APPLE(60), APPLE(61), APPLE(62)])) as { id: string; ip: string }[];
+    expect(rows).toHaveLength(3);
+    const items = [...rows, rows[0]].map((r) => ({ id: r?.id, result: apple(), cache: null }));
+    const settled = await env.db<{ outcome: string }>`
+      select outcome from sl_settle_identifications(${JSON.stringify(items)}::text::jsonb, interval '7 days')`;
+    expect(settled.map((r) => r.outcome).sort()).toEqual(['consumed', 'consumed', 'consumed', 'settled']);
+    expect(await usage(site.apiKeyId)).toMatchObject({ used: 3 });
+    const [ledger] = await env.db<{ n: number }>`select count(*)::int as n from id_ledger where child_api_key_id = ${site.apiKeyId}`;
+    expect(ledger?.n).toBe(3);
+  });
+
   it('a batch points its visitors at their identifications in one statement, so the visitors’ statement triggers run once a batch, not once a settle', async () => {
     const site = await child();
     const rows = await queued(site, [APPLE(50), APPLE(51), APPLE(52), APPLE(53)]);

@@ -90,7 +90,7 @@ begin
   end loop;
   -- 6. The IDs of the ones that will use one, taken at once when they are one key's and come from its
   -- quota and its pool's (sl_consume_ids); otherwise each settle takes its own (sl_consume_id).
-  select array_agg(distinct i.api_key_id), count(*)::int into v_payers, v_paying
+  select array_agg(distinct i.api_key_id), count(distinct x.id)::int into v_payers, v_paying
   from unnest(v_ids, v_results, v_excluded) as x(id, result, excluded)
   join identifications i on i.id = x.id
   where x.id = any(v_held) and x.result->>'status' = 'identified' and x.excluded is null;
@@ -104,8 +104,10 @@ begin
   -- 7. Each settled, in the same order; a reload the batch's IDs claimed is reported once.
   for k in 1 .. v_n loop
     select s.outcome, s.reload_pool_id, s.partner_account_id, s.emitted into v_settled
+    -- An id given twice is settled once (the second finds it settled), so its ID is paid once.
     from sl_settle_locked_identification(v_ids[k], v_results[k], v_excluded[k],
-      case when v_ids[k] = any(v_held) and v_results[k]->>'status' = 'identified' and v_excluded[k] is null then v_paid_by end) s;
+      case when v_ids[k] = any(v_held) and v_results[k]->>'status' = 'identified' and v_excluded[k] is null
+                and not v_ids[k] = any(v_ids[1:k - 1]) then v_paid_by end) s;
     v_outcomes[k] := v_settled.outcome;
     v_pools[k] := coalesce(v_settled.reload_pool_id, case when v_settled.outcome = 'consumed' and v_paid_by is not null then v_reload end);
     if v_pools[k] is not null and v_pools[k] = v_reload then
