@@ -32,7 +32,6 @@ declare
   v_owner uuid;
   v_partner uuid;
   v_sent boolean := false;
-  v_excluded text;
 begin
   -- Held already (the caller took it in order); taken here too so a settle is never unlocked.
   select * into i from identifications where id = p_id for update;
@@ -42,10 +41,9 @@ begin
   end if;
   r := jsonb_populate_record(null::identifications, p_result);
 
-  v_excluded := p_excluded;
-  if v_excluded is not null then
+  if p_excluded is not null then
     update identifications
-    set status = 'excluded', excluded_by = v_excluded, identified_at = clock_timestamp(), lease_until = null,
+    set status = 'excluded', excluded_by = p_excluded, identified_at = clock_timestamp(), lease_until = null,
         traffic_type = r.traffic_type, reason = r.reason, confidence = r.confidence, country = r.country,
         domain = case when r.status = 'identified' then r.domain end,
         company_name = case when r.status = 'identified' then r.company_name end
