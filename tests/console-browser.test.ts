@@ -412,7 +412,9 @@ describe.skipIf(!haveChromium)('the console in Chromium', () => {
     await workTrackerQueue({ ctx: env.deps, input: {} });
     // The child's feed, opened afresh: the visitor with the company its address names.
     const visitorPage = page.url();
+    // A reload, whatever the page showed: a goto that changes nothing but the hash would not load the feed again.
     await page.goto(`${base}/console/#/`);
+    await page.reload();
     await page.getByRole('link', { name: 'Apple Inc.' }).waitFor({ timeout: 15_000 });
     expect(await page.getByRole('row', { name: /Apple Inc\./ }).textContent()).toContain('apple.com');
     // Back where the next step starts: the visitor page it leaves from.

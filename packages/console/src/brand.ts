@@ -1,5 +1,5 @@
 import { createContext } from 'preact';
-import { useContext, useEffect } from 'preact/hooks';
+import { useContext, useLayoutEffect } from 'preact/hooks';
 import { call } from './api.ts';
 import { useLoad } from './route.ts';
 
@@ -18,12 +18,13 @@ export const useBrand = () => useContext(BrandContext);
 
 /**
  * Reads the key's brand and applies its accent. The colour is set through the CSSOM (a custom
- * property on the root), which the CSP allows: no inline style is written.
+ * property on the root), which the CSP allows: no inline style is written. A layout effect, so the
+ * colour lands in the same commit as the name: no frame shows the brand's name in another accent.
  */
 export function useLoadedBrand(apiKey: string): { brand: Brand; reload: () => void } {
   const { data, reload } = useLoad(() => call<{ brand: Brand }>(apiKey, 'console-brand'), [apiKey]);
   const brand = data?.brand ?? NO_BRAND;
-  useEffect(() => {
+  useLayoutEffect(() => {
     const root = document.documentElement.style;
     if (brand.accent_color) root.setProperty('--accent', brand.accent_color);
     else root.removeProperty('--accent');
