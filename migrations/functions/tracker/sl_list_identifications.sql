@@ -1,10 +1,10 @@
 /*
  * One page of identification-list (packages/core/src/tracker/list-identifications.ts has the
- * contract): website p_website_id's identifications, newest first, as one JSON array (text, page_json) in
- * Identification's shape, keys in its order. No row when key p_api_key_id of account p_account_id
- * cannot read the website: another account's, or, for a key scoped to its own websites (a released
- * child's), one it does not own. Such a key sees no ICP scores and nothing qualified: the ICPs are
- * the account's, not the key holder's.
+ * contract): website p_website_id's identifications, newest first, as one JSON array (page_json,
+ * text) in Identification's shape, keys in its order. No row when key p_api_key_id of account
+ * p_account_id cannot read the website: another account's, or, for a key scoped to its own
+ * websites (a released child's), one it does not own. Such a key sees no ICP scores and nothing
+ * qualified: the ICPs are the account's, not the key holder's.
  *
  * One statement for the caller (a page cost five round trips: the website's check, then a
  * transaction to set the plan mode around the page), so a listing waits on Postgres once. Inside,

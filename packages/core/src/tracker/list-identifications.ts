@@ -71,7 +71,7 @@ export async function listIdentifications({
   ctx,
   input,
 }: VerbArgs<ListIdentificationsInput & { key: KeyRecord }>): Promise<{ identificationsJson: string }> {
-  // One statement (sl_list_identifications): the website's check and the page, in custom plans.
+  // One statement (sl_list_identifications): the website's check, the page and its JSON.
   const [page] = await ctx.db<{ page_json: string }>`
     select page_json from sl_list_identifications(${input.key.apiKeyId}, ${input.key.accountId}, ${input.website_id},
       ${input.qualified ?? null}, ${input.status ?? null}, ${input.type ?? null}, ${input.limit}, ${input.offset})`;
