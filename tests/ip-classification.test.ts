@@ -137,6 +137,13 @@ describe('shipped data classifies well-known networks', () => {
     expect(classifyNetwork(4_200_000_004, 'Example Broadband Telecom').type).toBe('isp');
     expect(classifyNetwork(4_200_000_005, 'FastVPN Networks').type).toBe('vpn');
     expect(classifyNetwork(4_200_000_006, 'Acme Widgets Inc.').type).toBeNull();
+    // Access networks named for their network (a word ending in -net), a Russian carrier's
+    // "svyaz" (communications), an internet exchange; the words that merely end in -net do not count.
+    expect(classifyNetwork(4_200_000_007, 'BershNet Ltd.').type).toBe('isp');
+    expect(classifyNetwork(4_200_000_008, 'Intelsvyaz Ltd.').type).toBe('isp');
+    expect(classifyNetwork(4_200_000_009, 'PP "IF-IX"').type).toBe('isp');
+    expect(classifyNetwork(4_200_000_010, 'Planet Fitness, Inc.').type).toBeNull();
+    expect(classifyNetwork(4_200_000_011, 'Magnet Forensics Inc.').type).toBeNull();
   });
 });
 
