@@ -28,7 +28,10 @@ import { type Figure, figure, formatTable, machineLine, printFigures, verdict } 
  *   shares a distinctive word with ours, or the domains agree);
  * - false business: ISP, mobile, hosting and VPN networks answered `business` (each one a customer
  *   charged for nothing);
- * - domain precision: answered domains that are the source's (registrable domains compared).
+ * - domain precision: answered domains that are the source's (registrable domains compared);
+ * - against the hand audit of the source's business labels (business-audit.csv): recall over the
+ *   networks it calls a company's, false business over the ISPs and hosts the source calls business,
+ *   and recall's ceiling (the share of the source's business networks the audit calls a company's).
  *
  * Networks in the curated lists (network-classes.json, company-networks.json) are left out of recall
  * and false business: those answers were written by hand, not worked out. Every figure is printed for
