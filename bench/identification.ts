@@ -54,15 +54,29 @@ type Source = { name: string; vote(ip: string, facts: LocalFacts): SourceAnswer 
 const DATASET = new URL('./identification/networks.csv', import.meta.url);
 const AUDIT = new URL('./identification/business-audit.csv', import.meta.url);
 const NEGATIVE = new Set(['isp', 'mobile', 'hosting', 'vpn']);
+/** The tallies against the audit. */
+const AUDITED_COMPANIES = 'audited: companies';
+const AUDITED_OPERATORS = 'audited: ISPs and hosts the source calls business';
 
-function readRows(): Row[] {
-  const [header, ...lines] = readFileSync(DATASET, 'utf8').trimEnd().split('\n');
+/** A CSV file with a header line, each record as a reader of its cells by column name ('' when absent). */
+function readCsv(file: URL): ((column: string) => string)[] {
+  const [header, ...lines] = readFileSync(file, 'utf8').trimEnd().split('\n');
   const cols = csvFields(header ?? '');
   return lines.map((line) => {
     const cells = csvFields(line);
-    const get = (c: string) => cells[cols.indexOf(c)] ?? '';
-    return { ip: get('ip'), label: get('label'), asn: Number(get('asn')), name: get('name'), domain: get('domain'), source: get('source') };
+    return (column) => cells[cols.indexOf(column)] ?? '';
   });
+}
+
+function readRows(): Row[] {
+  return readCsv(DATASET).map((get) => ({
+    ip: get('ip'),
+    label: get('label'),
+    asn: Number(get('asn')),
+    name: get('name'),
+    domain: get('domain'),
+    source: get('source'),
+  }));
 }
 
 /**
@@ -71,14 +85,7 @@ function readRows(): Row[] {
  * hosting, personal, unclear).
  */
 function readAudit(): Map<number, string> {
-  const [header, ...lines] = readFileSync(AUDIT, 'utf8').trimEnd().split('\n');
-  const cols = csvFields(header ?? '');
-  return new Map(
-    lines.map((line) => {
-      const cells = csvFields(line);
-      return [Number(cells[cols.indexOf('asn')]), cells[cols.indexOf('audit')] ?? ''];
-    }),
-  );
+  return new Map(readCsv(AUDIT).map((get) => [Number(get('asn')), get('audit')]));
 }
 
 /** Which half an ASN falls in: a fixed hash, so the halves never change between runs. */
@@ -242,11 +249,11 @@ export async function run(): Promise<void> {
       // those it calls an ISP's or a host's, which the source labels business.
       const audited = audit.get(row.asn);
       if (audited === 'company') {
-        const t = at('audited: companies');
+        const t = at(AUDITED_COMPANIES);
         t.companies++;
         if (hit) t.recalled++;
       } else if (audited === 'isp' || audited === 'hosting') {
-        const t = at('audited: ISPs and hosts the source calls business');
+        const t = at(AUDITED_OPERATORS);
         t.negatives++;
         if (answered) t.falseBusiness++;
         if (answered && half(row.asn) === 'A')
@@ -325,7 +332,7 @@ export async function run(): Promise<void> {
         ];
       }),
     ]);
-  const auditedCompanies = tallies.get('audited: companies')?.companies ?? 0;
+  const auditedCompanies = tallies.get(AUDITED_COMPANIES)?.companies ?? 0;
   figures.push(
     figure('identification', "recall's ceiling: the source's company networks that the audit calls a company's (reported)", {
       ours: share(auditedCompanies, all0().companies),
