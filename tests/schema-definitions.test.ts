@@ -91,6 +91,9 @@ const CHANGED_SINCE_OLD_WAY = [
   'sl_update_account_settings',
   // A consumption's unlocked read is the view sl_child_funding, shared with sl_consume_ids.
   'sl_consume_id',
+  // collect's status reads check each distinct site of a batch once; the host check is PL/pgSQL, planned once a session.
+  'sl_tracker_visitor_status',
+  'sl_tracker_accepts_host',
 ];
 /** Views changed since, with the tables under them (0035 partitioned tracker_events by received_on). */
 const VIEWS_CHANGED_SINCE_OLD_WAY = ['tracker_filtered_beacons'];

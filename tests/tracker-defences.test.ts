@@ -227,6 +227,40 @@ describe('the per-address budget', () => {
   });
 });
 
+describe('a batch of status reads (sl_tracker_visitor_status)', () => {
+  it('answers each beacon of a mixed batch as it would be answered alone', async () => {
+    budgets({});
+    const [a, b] = [await site(100), await site(100)];
+    // An address identified on a, and so a returning visitor there only.
+    await pageBeacon(env, a, APPLE(4_000));
+    await drain();
+    const beaconOf = (s: TrackedSite, ip: string, page_host = s.domain, origin_host: string | null = s.domain) => ({
+      tracking_script_id: s.trackingId,
+      page_host,
+      origin_host,
+      ip,
+    });
+    const cases = [
+      { beacon: beaconOf(a, APPLE(4_000)), accepted: true, candidate: false },
+      { beacon: beaconOf(a, APPLE(4_001)), accepted: true, candidate: true },
+      { beacon: beaconOf(a, APPLE(4_002), `www.${a.domain}`, null), accepted: true, candidate: true },
+      { beacon: beaconOf(a, APPLE(4_003), 'elsewhere.example'), accepted: false, candidate: false },
+      { beacon: beaconOf(a, APPLE(4_004), a.domain, 'elsewhere.example'), accepted: false, candidate: false },
+      { beacon: beaconOf(b, APPLE(4_000)), accepted: true, candidate: true },
+      { beacon: beaconOf(b, APPLE(4_005)), accepted: true, candidate: true },
+      { beacon: { ...beaconOf(b, APPLE(4_006)), tracking_script_id: crypto.randomUUID() }, accepted: false, candidate: false },
+    ];
+    const read = (beacons: object[]) =>
+      env.db<{ n: number; accepted: boolean; candidate: boolean }>`
+        select n, accepted, candidate from sl_tracker_visitor_status(${JSON.stringify(beacons)}::text::jsonb) order by n`;
+    const batch = await read(cases.map((c, n) => ({ n, ...c.beacon })));
+    expect(batch.map(({ accepted, candidate }) => ({ accepted, candidate }))).toEqual(
+      cases.map(({ accepted, candidate }) => ({ accepted, candidate })),
+    );
+    for (const [n, c] of cases.entries()) expect((await read([{ n, ...c.beacon }]))[0]).toEqual(batch[n]);
+  });
+});
+
 describe.skipIf(!process.env.REDIS_URL)('budgets across replicas (REDIS_URL)', () => {
   it('two processes on one Redis share one count per website and one per address', async () => {
     // A second process over the same database: its own app, deps and in-process state.

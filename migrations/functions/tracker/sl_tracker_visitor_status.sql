@@ -5,26 +5,35 @@
  * would identify: an accepted beacon, of an active key (a suspended one's visitors are never
  * identified), from an address with no identification of the website in the key's current period.
  * Reads only; a beacon the worker has not folded yet leaves its address a candidate.
+ *
+ * The tracker, key, host and period checks are made once per distinct (tracker, page host, origin
+ * host) of the batch, as sl_collect_events makes them, and each beacon then costs one probe of
+ * identifications_one_per_unit: a batch is mostly one website's beacons, and checking the site per
+ * beacon had cost several times the probe.
  */
 create or replace function sl_tracker_visitor_status(p_beacons jsonb) returns table (n integer, accepted boolean, candidate boolean)
 language plpgsql stable as $$
 #variable_conflict use_column
 begin
   return query
-  select b.n, s.website_id is not null,
-         s.website_id is not null and s.key_status = 'active' and not exists (
-           select 1 from identifications i
-           where i.website_id = s.website_id and i.unit = sl_identification_unit(b.ip) and not i.keyed_by_address
-             and i.period_start = sl_identification_period(s.api_key_id))
-  from jsonb_to_recordset(p_beacons) as b(n integer, tracking_script_id uuid, page_host text, origin_host text, ip inet)
-  left join lateral (
-    select w.id as website_id, w.api_key_id, k.status as key_status
-    from websites w
+  with b as (
+    select b.n, b.tracking_script_id, b.page_host, coalesce(b.origin_host, '') as origin_key, sl_identification_unit(b.ip) as unit
+    from jsonb_to_recordset(p_beacons) as b(n integer, tracking_script_id uuid, page_host text, origin_host text, ip inet)
+  ),
+  site as materialized (
+    select d.tracking_script_id, d.page_host, d.origin_key, w.id as website_id, k.status = 'active' as key_active,
+           sl_identification_period(w.api_key_id) as period_start
+    from (select distinct tracking_script_id, page_host, origin_key from b) d
+    join websites w on w.tracking_script_id = d.tracking_script_id and w.status = 'active'
     join api_keys k on k.id = w.api_key_id and k.status <> 'revoked'
     join accounts a on a.id = k.account_id
-    where w.tracking_script_id = b.tracking_script_id and w.status = 'active'
-      and sl_tracker_accepts_host(b.page_host, w.domain, a.allowed_domains)
-      and (b.origin_host is null or sl_tracker_accepts_host(b.origin_host, w.domain, a.allowed_domains))
-  ) s on true;
+    where sl_tracker_accepts_host(d.page_host, w.domain, a.allowed_domains)
+      and (d.origin_key = '' or sl_tracker_accepts_host(d.origin_key, w.domain, a.allowed_domains))
+  )
+  select b.n, s.website_id is not null,
+         s.website_id is not null and s.key_active and not exists (
+           select 1 from identifications i
+           where i.website_id = s.website_id and i.unit = b.unit and not i.keyed_by_address and i.period_start = s.period_start)
+  from b left join site s on s.tracking_script_id = b.tracking_script_id and s.page_host = b.page_host and s.origin_key = b.origin_key;
 end
 $$;
