@@ -266,7 +266,7 @@ export async function seed(env: TestEnv, s: Seeded, from: number, to: number, sm
         where v.website_id = ${s.websiteId} and v.ip between '11.0.0.0'::inet + ${lo}::bigint and '11.0.0.0'::inet + ${hi}::bigint
           and (v.ip - '11.0.0.0'::inet) % 10 = 0`;
       // The hourly counts the triggers would have added for these rows: the visitors, the lookups
-      // (of the visitors' addresses and of the 12.0.0.0 ones), and the pairs of the two.
+      // (of the visitors' addresses and of the 12.0.0.0 ones), and the pairs of the two (by the hour and by the minute).
       await tx`
         insert into visitor_listing_counts (scope_id, kind, hour, n)
         select ${s.websiteId}::uuid, 'visitors', date_trunc('hour', v.last_seen, 'UTC'), count(*)
@@ -282,6 +282,11 @@ export async function seed(env: TestEnv, s: Seeded, from: number, to: number, sm
         group by 3
         union all
         select ${s.websiteId}::uuid, 'overlap', date_trunc('hour', least(v.last_seen, a.last_seen), 'UTC'), count(*)
+        from visitors v join api_lookups a on a.api_key_id = ${s.apiKeyId} and a.ip = v.ip
+        where v.website_id = ${s.websiteId} and v.ip between '11.0.0.0'::inet + ${lo}::bigint and '11.0.0.0'::inet + ${hi}::bigint
+        group by 3
+        union all
+        select ${s.websiteId}::uuid, 'overlap_minute', date_trunc('minute', least(v.last_seen, a.last_seen), 'UTC'), count(*)
         from visitors v join api_lookups a on a.api_key_id = ${s.apiKeyId} and a.ip = v.ip
         where v.website_id = ${s.websiteId} and v.ip between '11.0.0.0'::inet + ${lo}::bigint and '11.0.0.0'::inet + ${hi}::bigint
         group by 3`;

@@ -17,7 +17,7 @@ let accountKey: string;
 let accountKeyId: string;
 let domains: string[];
 
-/** Windows that start at the hour, inside it, at its last microsecond, in the future; each source; one tracker and the account's two. */
+/** Windows that start at the hour, inside it and inside a minute, at its last microsecond, beside a pair, in the future; each source; one tracker and the account's two. */
 async function checkTotals(step: string) {
   const [now] = await env.db<{ t: Date }>`select date_trunc('hour', now()) as t`;
   const hour = now?.t.getTime() ?? 0;
@@ -29,7 +29,15 @@ async function checkTotals(step: string) {
     new Date(hour + 42 * 60_000),
     new Date(hour - 5 * 86_400_000 + 59 * 60_000 + 59_999),
     new Date(hour + 3 * 3_600_000),
+    // Inside a minute, and in an hour's last minute (the pairs of since's hour are counted by the minute).
+    new Date(hour - 3 * 3_600_000 + 17 * 60_000 + 23_500),
+    new Date(hour - 2 * 3_600_000 - 30_000),
   ];
+  // Just before and just after the older row of the newest pairs: a pair in since's own minute, on either side of since.
+  const pairs = await env.db<{ t: Date }>`
+    select least(v.last_seen, a.last_seen) as t from visitors v join api_lookups a on a.api_key_id = ${key.api_key_id} and a.ip = v.ip
+    where v.website_id = ${key.website_id} and v.identification_id is not null order by 1 desc limit 2`;
+  for (const p of pairs) sinces.push(new Date(p.t.getTime() - 5_000), new Date(p.t.getTime() + 1));
   const cases: Array<{ apiKey: string; apiKeyId: string; site?: string; sites: string[] }> = [
     // The key's own tracker: the pairs' counts answer.
     { apiKey: key.key, apiKeyId: key.api_key_id, sites: [key.website_id] },
@@ -76,7 +84,7 @@ beforeAll(async () => {
              case when g % 3 <> 0 then 'counted' || g || '.example' end as domain, case when g % 3 <> 0 then 'Counted ' || g end as company_name
       from websites w cross join generate_series(1, 60) g,
            lateral (select date_trunc('hour', now()) - make_interval(hours => (g * 37) % 960)
-                             + case when g % 4 = 0 then interval '0' else make_interval(mins => g % 60) end as last_seen) t
+                             + case when g % 4 = 0 then interval '0' else make_interval(mins => g % 60, secs => (g % 5) * 11.5) end as last_seen) t
       where w.id = ${key.website_id} or (w.id = ${second.website_id} and g <= 20)`,
   );
   await env.db`
@@ -84,7 +92,7 @@ beforeAll(async () => {
     select ${key.api_key_id}, '10.20.0.0'::inet + g, ls - interval '2 days', ls, 1, 'looked' || g || '.example', 'Looked ' || g, 0.7, 'US',
            sl_search_label('looked ' || g)
     from generate_series(1, 80) g,
-         lateral (select date_trunc('hour', now()) - make_interval(hours => (g * 53) % 900, mins => g % 7) as ls) t
+         lateral (select date_trunc('hour', now()) - make_interval(hours => (g * 53) % 900, mins => g % 7, secs => (g % 3) * 17.25) as ls) t
     where g % 3 = 0 or g > 60`;
   // The account key's own lookups, of addresses on one tracker or both.
   await env.db`

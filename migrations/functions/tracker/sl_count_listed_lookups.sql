@@ -2,7 +2,7 @@
  * Keeps list-visitors' counts (migration 0034) as api_lookups change: each statement adds, per (key,
  * hour of last_seen), the rows it added minus those it removed, and per (website, hour of the older
  * last_seen of the pair) the same for the pairs those rows make with an identified visitor of the
- * address on a website of the key; then folds those hours.
+ * address on a website of the key, and again per minute of it (migration 0042); then folds those hours.
  *
  * Before reading the visitors it takes an exclusive advisory lock on each key, which waits for every
  * visitors statement of the key's websites still uncommitted (sl_count_listed_visitors holds the
@@ -39,11 +39,8 @@ begin
   perform (
     with c as (
       select * from unnest(v_keys, v_ips, v_seen, v_signs) as c (api_key_id, ip, last_seen, d)
-    ), deltas as (
-      select c.api_key_id as scope_id, 'lookups' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
-      from c group by 1, 3
-      union all
-      select v.website_id, 'overlap', date_trunc('hour', least(c.last_seen, v.last_seen), 'UTC'), sum(c.d)::integer
+    ), pairs as (
+      select v.website_id, least(c.last_seen, v.last_seen) as older, c.d
       from c
       -- The address's identified visitors on the key's websites, probed by address (a lateral, so the
       -- plan never hashes the whole table).
@@ -51,7 +48,13 @@ begin
         select v.website_id, v.last_seen from visitors v join websites w on w.id = v.website_id
         where v.ip = c.ip and v.identification_id is not null and w.api_key_id = c.api_key_id
       ) v
-      group by 1, 3
+    ), deltas as (
+      select c.api_key_id as scope_id, 'lookups' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
+      from c group by 1, 3
+      union all
+      select p.website_id, 'overlap', date_trunc('hour', p.older, 'UTC'), sum(p.d)::integer from pairs p group by 1, 3
+      union all
+      select p.website_id, 'overlap_minute', date_trunc('minute', p.older, 'UTC'), sum(p.d)::integer from pairs p group by 1, 3
     )
     select sl_add_listing_counts(array_agg(d.scope_id), array_agg(d.kind), array_agg(d.hour), array_agg(d.n)) from deltas d
   );

@@ -2,7 +2,8 @@
  * Keeps list-visitors' counts (migration 0034) as identified visitors change: each statement on
  * visitors adds, per (website, hour of last_seen), the identified rows it added minus those it
  * removed, and per (website, hour of the older last_seen of the pair) the same for the pairs those
- * rows make with a lookup of their address by the website's key; then folds those hours.
+ * rows make with a lookup of their address by the website's key, and again per minute of it
+ * (migration 0042); then folds those hours.
  *
  * A pair joins a row of each table, so a visitor's change and a lookup's change to one pair in two
  * transactions must each see the other's result: this statement's trigger takes a shared advisory
@@ -44,16 +45,19 @@ begin
   perform (
     with c as (
       select * from unnest(v_sites, v_ips, v_seen, v_signs) as c (website_id, ip, last_seen, d)
-    ), deltas as (
-      select c.website_id as scope_id, 'visitors' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
-      from c group by 1, 3
-      union all
-      select c.website_id, 'overlap', date_trunc('hour', least(c.last_seen, a.last_seen), 'UTC'), sum(c.d)::integer
+    ), pairs as (
+      select c.website_id, least(c.last_seen, a.last_seen) as older, c.d
       from c join websites w on w.id = c.website_id
       -- The website's key's lookup of the address, probed by the unique key (a lateral, so the plan,
       -- made without knowing the statement is small, never hashes the whole table).
       cross join lateral (select a.last_seen from api_lookups a where a.api_key_id = w.api_key_id and a.ip = c.ip limit 1) a
-      group by 1, 3
+    ), deltas as (
+      select c.website_id as scope_id, 'visitors' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
+      from c group by 1, 3
+      union all
+      select p.website_id, 'overlap', date_trunc('hour', p.older, 'UTC'), sum(p.d)::integer from pairs p group by 1, 3
+      union all
+      select p.website_id, 'overlap_minute', date_trunc('minute', p.older, 'UTC'), sum(p.d)::integer from pairs p group by 1, 3
     )
     select sl_add_listing_counts(array_agg(d.scope_id), array_agg(d.kind), array_agg(d.hour), array_agg(d.n)) from deltas d
   );

@@ -26,8 +26,9 @@
  * Without a search the total is not counted over the window (migration 0034): the hourly counts of
  * the listed trackers' identified visitors and of the key's lookups are summed for the whole hours
  * after since's, and the rows of since's hour counted by index; less, for one tracker owned by the
- * key, the pairs of a tracker row and a lookup of its address, counted the same way (with several
- * trackers an address can pair with each, so those lookups are probed one by one).
+ * key, the pairs of a tracker row and a lookup of its address, counted the same way but for since's
+ * hour, whose whole minutes are summed and only since's own minute probed (migration 0042); with
+ * several trackers an address can pair with each, so those lookups are probed one by one.
  *
  * p_until (null: none) is the window's top, exclusive: the hours from since's next to until's own
  * are summed, the rows of the two partial hours counted by index, and the pairs probed (their
@@ -58,6 +59,8 @@ declare
   v_total bigint := 0;
   -- The hour after since's, from which the hourly counts are summed.
   v_next timestamptz;
+  -- The minute after since's, from which the pairs' counts by the minute are summed up to v_next.
+  v_minute timestamptz;
   -- The window's top (infinity without one) and the hour it falls in, up to which they are summed.
   v_until timestamptz := coalesce(p_until, 'infinity');
   v_top timestamptz := date_trunc('hour', coalesce(p_until, 'infinity'), 'UTC');
@@ -132,18 +135,23 @@ begin
     if p_trackers and p_api and v_own_site and p_until is null then
       -- Less the lookups listed as the tracker row: one tracker, the key's own, whose counts keep the
       -- pairs of its identified visitors and the key's lookups by the hour of the pair's older
-      -- last_seen; the pairs of since's hour are those whose older row falls in it.
+      -- last_seen, and by its minute (migration 0042): the whole hours after since's summed, then
+      -- the whole minutes of since's hour after since's minute, then the pairs whose older row falls
+      -- in since's own minute probed.
+      v_minute := date_trunc('minute', p_since, 'UTC') + interval '1 minute';
       v_total := v_total
                - (select coalesce(sum(c.n), 0) from visitor_listing_counts c
                   where c.scope_id = v_sites[1] and c.kind = 'overlap' and c.hour >= v_next)
+               - (select coalesce(sum(c.n), 0) from visitor_listing_counts c
+                  where c.scope_id = v_sites[1] and c.kind = 'overlap_minute' and c.hour >= v_minute and c.hour < v_next)
                - (select count(*) from api_lookups a
-                  where a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.last_seen < v_next
+                  where a.api_key_id = p_api_key_id and a.last_seen >= p_since and a.last_seen < v_minute
                     and exists (select 1 from visitors v
                                 where v.website_id = v_sites[1] and v.ip = a.ip and v.identification_id is not null and v.last_seen >= p_since))
                - (select count(*) from visitors v
-                  where v.website_id = v_sites[1] and v.identification_id is not null and v.last_seen >= p_since and v.last_seen < v_next
+                  where v.website_id = v_sites[1] and v.identification_id is not null and v.last_seen >= p_since and v.last_seen < v_minute
                     -- A lateral probe by the key's address, not a semi-join the generic plan would hash.
-                    and (select a.last_seen from api_lookups a where a.api_key_id = p_api_key_id and a.ip = v.ip limit 1) >= v_next);
+                    and (select a.last_seen from api_lookups a where a.api_key_id = p_api_key_id and a.ip = v.ip limit 1) >= v_minute);
     elsif p_trackers and p_api then
       -- Several trackers, one the key does not own (an account's key over another key's tracker: an
       -- address on two of them is one pair per tracker in the counts), or a window with a top: the
