@@ -2,7 +2,8 @@
  * Keeps list-visitors' counts (migration 0034) as api_lookups change: each statement adds, per (key,
  * hour of last_seen), the rows it added minus those it removed, and per (website, hour of the older
  * last_seen of the pair) the same for the pairs those rows make with an identified visitor of the
- * address on a website of the key, and again per minute of it (migration 0042); then folds those hours.
+ * address on a website of the key; then folds those hours
+ * (sl_add_listing_counts counts the pairs by the hour and by the minute).
  *
  * Before reading the visitors it takes an exclusive advisory lock on each key, which waits for every
  * visitors statement of the key's websites still uncommitted (sl_count_listed_visitors holds the
@@ -51,12 +52,10 @@ begin
     ), deltas as (
       select c.api_key_id as scope_id, 'lookups' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
       from c group by 1, 3
-      union all
-      select p.website_id, 'overlap', date_trunc('hour', p.older, 'UTC'), sum(p.d)::integer from pairs p group by 1, 3
-      union all
-      select p.website_id, 'overlap_minute', date_trunc('minute', p.older, 'UTC'), sum(p.d)::integer from pairs p group by 1, 3
     )
-    select sl_add_listing_counts(array_agg(d.scope_id), array_agg(d.kind), array_agg(d.hour), array_agg(d.n)) from deltas d
+    select sl_add_listing_counts(d.scopes, d.kinds, d.hours, d.ns, p.sites, p.older, p.ds)
+    from (select array_agg(scope_id) as scopes, array_agg(kind) as kinds, array_agg(hour) as hours, array_agg(n) as ns from deltas) d,
+         (select array_agg(website_id) as sites, array_agg(older) as older, array_agg(d) as ds from pairs) p
   );
   return null;
 end

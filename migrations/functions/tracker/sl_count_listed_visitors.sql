@@ -2,8 +2,8 @@
  * Keeps list-visitors' counts (migration 0034) as identified visitors change: each statement on
  * visitors adds, per (website, hour of last_seen), the identified rows it added minus those it
  * removed, and per (website, hour of the older last_seen of the pair) the same for the pairs those
- * rows make with a lookup of their address by the website's key, and again per minute of it
- * (migration 0042); then folds those hours.
+ * rows make with a lookup of their address by the website's key; then folds those
+ * hours (sl_add_listing_counts counts the pairs by the hour and by the minute).
  *
  * A pair joins a row of each table, so a visitor's change and a lookup's change to one pair in two
  * transactions must each see the other's result: this statement's trigger takes a shared advisory
@@ -54,12 +54,10 @@ begin
     ), deltas as (
       select c.website_id as scope_id, 'visitors' as kind, date_trunc('hour', c.last_seen, 'UTC') as hour, sum(c.d)::integer as n
       from c group by 1, 3
-      union all
-      select p.website_id, 'overlap', date_trunc('hour', p.older, 'UTC'), sum(p.d)::integer from pairs p group by 1, 3
-      union all
-      select p.website_id, 'overlap_minute', date_trunc('minute', p.older, 'UTC'), sum(p.d)::integer from pairs p group by 1, 3
     )
-    select sl_add_listing_counts(array_agg(d.scope_id), array_agg(d.kind), array_agg(d.hour), array_agg(d.n)) from deltas d
+    select sl_add_listing_counts(d.scopes, d.kinds, d.hours, d.ns, p.sites, p.older, p.ds)
+    from (select array_agg(scope_id) as scopes, array_agg(kind) as kinds, array_agg(hour) as hours, array_agg(n) as ns from deltas) d,
+         (select array_agg(website_id) as sites, array_agg(older) as older, array_agg(d) as ds from pairs) p
   );
   return null;
 end
