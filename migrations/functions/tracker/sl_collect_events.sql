@@ -2,8 +2,8 @@
  * Appends a batch of beacons (a JSON array of objects: n, the beacon's place in the caller's batch,
  * then the event's fields) in one statement, and returns for each n whether its event was stored. A
  * beacon is dropped quietly for an unknown tracker, an inactive website, a revoked key, a page host
- * the website does not take (sl_tracker_accepts_host), or an origin host (the browser's Origin or
- * Referer, when it sent one) the same rule refuses. A repeated engagement beacon (same website,
+ * the website does not take, or an origin host (the browser's Origin or Referer, when it sent one)
+ * the same rule refuses (sl_tracker_site). A repeated engagement beacon (same website,
  * session and beacon id) is stored once: against one stored today by the unique index (which holds
  * the partition key, the UTC day: 0035), against one stored yesterday by looking for it (a retry
  * that straddles midnight; two copies racing across midnight itself could both be stored), and within
@@ -26,13 +26,9 @@ begin
                                            beacon_id text, user_agent text)
   ),
   site as (
-    select d.tracking_script_id, d.page_host, d.origin_key, w.id as website_id, w.api_key_id
+    select d.tracking_script_id, d.page_host, d.origin_key, t.website_id, t.api_key_id
     from (select distinct tracking_script_id, page_host, origin_key from e) d
-    join websites w on w.tracking_script_id = d.tracking_script_id and w.status = 'active'
-    join api_keys k on k.id = w.api_key_id and k.status <> 'revoked'
-    join accounts a on a.id = k.account_id
-    where sl_tracker_accepts_host(d.page_host, w.domain, a.allowed_domains)
-      and (d.origin_key = '' or sl_tracker_accepts_host(d.origin_key, w.domain, a.allowed_domains))
+    cross join lateral sl_tracker_site(d.tracking_script_id, d.page_host, d.origin_key) t
   ),
   ins as (
     insert into tracker_events (website_id, api_key_id, kind, ip, is_bot, session_id, url, referrer, active_ms, beacon_id, user_agent)

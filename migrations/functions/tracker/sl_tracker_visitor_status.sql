@@ -7,7 +7,7 @@
  * Reads only; a beacon the worker has not folded yet leaves its address a candidate.
  *
  * The tracker, key, host and period checks are made once per distinct (tracker, page host, origin
- * host) of the batch, as sl_collect_events makes them, and each beacon then costs one probe of
+ * host) of the batch, by sl_tracker_site as sl_collect_events makes them, and each beacon then costs one probe of
  * identifications_one_per_unit: a batch is mostly one website's beacons, and checking the site per
  * beacon had cost several times the probe.
  */
@@ -21,14 +21,10 @@ begin
     from jsonb_to_recordset(p_beacons) as b(n integer, tracking_script_id uuid, page_host text, origin_host text, ip inet)
   ),
   site as materialized (
-    select d.tracking_script_id, d.page_host, d.origin_key, w.id as website_id, k.status = 'active' as key_active,
-           sl_identification_period(w.api_key_id) as period_start
+    select d.tracking_script_id, d.page_host, d.origin_key, t.website_id, t.key_status = 'active' as key_active,
+           sl_identification_period(t.api_key_id) as period_start
     from (select distinct tracking_script_id, page_host, origin_key from b) d
-    join websites w on w.tracking_script_id = d.tracking_script_id and w.status = 'active'
-    join api_keys k on k.id = w.api_key_id and k.status <> 'revoked'
-    join accounts a on a.id = k.account_id
-    where sl_tracker_accepts_host(d.page_host, w.domain, a.allowed_domains)
-      and (d.origin_key = '' or sl_tracker_accepts_host(d.origin_key, w.domain, a.allowed_domains))
+    cross join lateral sl_tracker_site(d.tracking_script_id, d.page_host, d.origin_key) t
   )
   select b.n, s.website_id is not null,
          s.website_id is not null and s.key_active and not exists (
